@@ -1,0 +1,64 @@
+"nbs/experiments.ipynb run by papermill on `digits`: results, tables, figures, resume, and parameters reaching the notebook"
+import json
+import pytest
+from conftest import papermill, read_rows, show
+from lotus_nb.experiment import COLUMNS
+
+METHODS = ['original', 'gold', 'finetune', 'lotus']
+SEEDS = [3407, 13, 12]
+
+@pytest.fixture(scope='module')
+def run_digits(tmp_path_factory):
+    "One papermill run of the default benchmark on `digits`: (output notebook, out_dir, process)"
+    tmp = tmp_path_factory.mktemp('papermill')
+    out_nb, res_dir = tmp/'out.ipynb', tmp/'res'
+    res = papermill(out_nb, '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir)
+    assert res.returncode == 0, show(res)
+    return out_nb, res_dir, res
+
+def test_results_csv(run_digits):
+    _, res_dir, _ = run_digits
+    header = (res_dir/'results.csv').read_text().splitlines()[0]
+    assert header.split(',') == COLUMNS
+    df = read_rows(res_dir/'results.csv')
+    assert len(df) == 12, df
+    assert sorted(zip(df.method, df.seed)) == sorted((m, s) for m in METHODS for s in SEEDS)
+    assert not df.duplicated(['method', 'seed']).any()
+    assert set(df.dataset) == {'digits'}
+    assert (df.loc[df.method == 'gold', 'avg_gap'] == 0).all(), df[['method', 'seed', 'avg_gap']]
+    assert df[[c for c in COLUMNS if c not in ('forget_class',)]].notna().all().all(), df
+
+def test_tables_and_figures(run_digits):
+    _, res_dir, _ = run_digits
+    for kind in ['avg_gap', 'avg_gap_supp']:
+        for ext in ['md', 'tex', 'csv']:
+            found = list((res_dir/'tables').glob(f'*_{kind}.{ext}'))
+            assert len(found) == 1, f"expected one *_{kind}.{ext} in {res_dir/'tables'}, got {found}"
+            assert found[0].stat().st_size > 0, f"{found[0]} is empty"
+    for kind in ['tau_trace', 'entropy']:
+        found = list((res_dir/'figures').glob(f'*_{kind}.png'))
+        assert len(found) == 1 and found[0].stat().st_size > 0, f"figure *_{kind}.png missing in {res_dir/'figures'}"
+
+def test_output_notebook(run_digits):
+    out_nb, _, _ = run_digits
+    assert 'Avg Gap' in out_nb.read_text()
+    nb = json.loads(out_nb.read_text())
+    outputs = json.dumps([c.get('outputs', []) for c in nb['cells'] if c['cell_type'] == 'code'])
+    assert 'Avg Gap' in outputs, "the tab:avg_gap table is not among the executed notebook's outputs"
+    assert 'LoTUS' in outputs
+
+def test_rerun_resumes(run_digits):
+    "A second run into the same out_dir finds every row and rewrites nothing"
+    out_nb, res_dir, _ = run_digits
+    before = (res_dir/'results.csv').read_bytes()
+    res = papermill(out_nb.with_name('out2.ipynb'), '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir)
+    assert res.returncode == 0, show(res)
+    assert (res_dir/'results.csv').read_bytes() == before
+
+def test_parameters_reach_notebook(tmp_path):
+    "-p and -y values replace the `parameters` cell's defaults"
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-p', 'out_dir', tmp_path/'res')
+    assert res.returncode == 0, show(res)
+    df = read_rows(tmp_path/'res'/'results.csv')
+    assert len(df) == 4 and set(df.seed) == {5} and sorted(df.method) == sorted(METHODS), df
+    assert set(df.dataset) == {'digits'}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Set-up of a fresh Debian x86_64 machine with Python 3.11: the Fashion-MNIST data package,
+# torch/torchvision at their pinned versions, and lotus_nb (editable) with its dev extras.
+# Idempotent: when everything is already in place it checks and returns in a few seconds.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO="$(pwd -P)"
+PY="${PYTHON:-python}"
+FMNIST=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+
+# 1. Fashion-MNIST from the Debian archive: only when missing, only as root with apt-get
+if [ ! -f "$FMNIST" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing dataset-fashion-mnist"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq dataset-fashion-mnist >/dev/null
+fi
+
+# The checks below run from / so that the checkout itself is not on sys.path.
+
+# 2. torch and torchvision at the pinned versions
+if ! (cd / && "$PY" - <<'PYEOF') >/dev/null 2>&1
+import importlib.metadata as m, sys
+sys.exit(not (m.version('torch').split('+')[0] == '2.14.1' and m.version('torchvision').split('+')[0] == '0.29.1'))
+PYEOF
+then
+    echo "setup: installing torch==2.14.1 torchvision==0.29.1"
+    "$PY" -m pip install -q torch==2.14.1 torchvision==0.29.1
+fi
+
+# 3. lotus_nb, editable from this checkout, with every requirement and dev requirement of settings.ini
+if ! (cd / && "$PY" - "$REPO" <<'PYEOF') >/dev/null 2>&1
+import configparser, importlib.metadata as m, json, pathlib, shlex, sys
+from packaging.requirements import Requirement
+repo = pathlib.Path(sys.argv[1])
+cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(repo/'settings.ini', encoding='utf-8'); cfg = cfg['DEFAULT']
+d = m.distribution(cfg['lib_name'])
+url = json.loads(d.read_text('direct_url.json') or '{}')
+assert url.get('dir_info', {}).get('editable') and url.get('url') == repo.as_uri(), 'not an editable install of this checkout'
+assert d.version == cfg['version'], 'version changed'
+for r in map(Requirement, shlex.split(cfg.get('requirements', '')) + shlex.split(cfg.get('dev_requirements', ''))):
+    assert r.specifier.contains(m.version(r.name), prereleases=True), f'{r} not satisfied'
+PYEOF
+then
+    echo "setup: installing lotus_nb (editable, with dev extras)"
+    "$PY" -m pip install -q -e ".[dev]"
+fi
+echo "setup: done"
