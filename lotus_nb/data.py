@@ -14,9 +14,10 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'DATASETS', 'FMNIST_FILES', 'FMNIST_CLASSES', 'DEFAULT_FMNIST_DIRS', 'ImageData', 'register_dataset',
-           'check_choice', 'load_digits_data', 'read_idx', 'find_idx', 'load_fashionmnist', 'load_dataset',
-           'stratified_sample', 'Splits', 'check_seed', 'check_fraction', 'make_splits', 'augment_batch',
-           'TensorLoader', 'TensorSplit', 'tensor_splits', 'TaggedDataset', 'DatasetSplit', 'as_split', 'write_idx']
+           'check_choice', 'optional_import', 'load_digits_data', 'read_idx', 'find_idx', 'load_fashionmnist',
+           'load_dataset', 'stratified_sample', 'Splits', 'check_seed', 'check_fraction', 'make_splits',
+           'augment_batch', 'TensorLoader', 'TensorSplit', 'tensor_splits', 'TaggedDataset', 'DatasetSplit', 'as_split',
+           'write_idx']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 @dataclass
@@ -58,6 +59,16 @@ def check_choice(value, choices, what:str):
     if value not in choices:
         raise ValueError(f"unknown {what} {value!r}; valid {what}s: {', '.join(sorted(map(str, choices)))}")
     return value
+
+# %% ../nbs/01_data.ipynb #d15f61f3
+def optional_import(module:str, # the module to import, e.g. 'ray'
+                    extra:str): # the pip extra of lotus_nb that installs it
+    "Import `module`, or raise an `ImportError` naming the extra that installs it"
+    import importlib
+    try: return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(f"{module!r} is not installed; it comes with lotus_nb's '{extra}' extra: "
+                          f"pip install \"lotus_nb[{extra}]\"") from e
 
 # %% ../nbs/01_data.ipynb #0f8ada6f
 @register_dataset('digits')

@@ -63,7 +63,7 @@ def lotus(original:nn.Module, task:UnlearnTask, cfg:LotusConfig, progress:bool=T
     if cfg.class_unlearning: acc_unseen = 0.
     elif task.unseen is None: raise ValueError("LoTUS needs an unseen set D_u (or class_unlearning=True)")
     else: acc_unseen = accuracy_of(teacher, task.unseen)
-    batches = with_tags(task.forget, task.retain_sub, cfg.batch_size, task.seed)
+    batches = with_tags(task.forget, task.retain_subset(), cfg.batch_size, task.seed)
     opt, trace, state = make_optimizer(student.parameters(), cfg), [], {}
     def loss_fn(b):
         x, _, l = b

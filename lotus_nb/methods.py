@@ -4,18 +4,19 @@
 
 # %% ../nbs/04_methods.ipynb #6c18b776
 from __future__ import annotations
-import copy, dataclasses, logging
+import copy, dataclasses, importlib, logging
 from dataclasses import dataclass, field
-from typing import ClassVar
-import torch, torch.nn as nn
+from typing import Callable, ClassVar
+import torch, torch.nn as nn, torch.nn.functional as F
 from .data import as_split, check_choice, check_fraction, check_seed
-from .training import Timer, set_seed, model_device
+from .training import Timer, set_seed, model_device, autocast
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'METHODS', 'UnlearnTask', 'MethodConfig', 'register_method', 'method_config', 'Unlearned', 'unlearn',
-           'student_of', 'frozen', 'make_optimizer', 'with_tags', 'num_classes_of']
+__all__ = ['log', 'METHODS', 'METHOD_MODULES', 'UnlearnTask', 'MethodConfig', 'register_method', 'load_methods', 'list_methods',
+           'check_method', 'method_config', 'Unlearned', 'unlearn', 'student_of', 'frozen', 'make_optimizer',
+           'with_tags', 'num_classes_of', 'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -27,15 +28,20 @@ class UnlearnTask:
     retain_pct: float = 0.3   # fraction of $D_r$ that LoTUS and Bad Teacher see
     seed: int = 0             # draws the retain subset, shuffles and noise
     num_classes: int = None   # inferred from the model's output when None
-    retain_sub: object = None # the retain subset itself, when already drawn (the benchmarks draw it in `make_splits`)
+    retain_sub: object = None # the retain subset itself; None: drawn by `retain_subset()` inside the method, so its time counts
     forget_class: int = None  # set for class unlearning
+    retrain: Callable = None  # `retrain() -> (model, meta)`: $f_{gold}$ (a benchmark passes its cached one)
+    original_meta: dict = None # how $f_{orig}$ was trained (`time_min`, `history`): the Original's row
     def __post_init__(self):
         self.forget, self.retain = as_split(self.forget), as_split(self.retain)
         if self.unseen is not None: self.unseen = as_split(self.unseen)
         check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed)
         if len(self.forget) == 0: raise ValueError("the forget set is empty")
+        if self.retain_sub is not None: self.retain_sub = as_split(self.retain_sub)
+    def retain_subset(self):
+        "The seeded, stratified `retain_pct` of $D_r$, drawn on first use"
         if self.retain_sub is None: self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
-        else: self.retain_sub = as_split(self.retain_sub)
+        return self.retain_sub
 
 # %% ../nbs/04_methods.ipynb #4250e6f3
 @dataclass
@@ -48,21 +54,52 @@ class MethodConfig:
     momentum: float = 0.9      # SGD only
     weight_decay: float = 5e-4
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32)}
+    class_defaults: ClassVar[dict] = {}
 
 METHODS = {}
+METHOD_MODULES = ('gold', 'finetune', 'neggrad', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus', 'lotus_salun')
 
-def register_method(name:str, config:type=MethodConfig):
+def register_method(name:str,            # the name users pass to `unlearn`
+                    config:type=MethodConfig, # its config dataclass
+                    display:str=None,    # its column header in the paper's tables (default: `name`)
+                    reference:bool=False): # True for the Original and the Gold Standard: compared with, never ranked
     "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class"
-    def _inner(f): f.config, f.method_name = config, name; METHODS[name] = f; return f
+    def _inner(f):
+        f.config, f.method_name, f.display, f.reference = config, name, display or name, reference
+        METHODS[name] = f; return f
     return _inner
 
-def method_config(name:str, arch:str='resnet', **overrides):
-    "Config of method `name` for architecture `arch`, with `overrides`"
-    cls = METHODS[check_choice(name, METHODS, 'method')].config
+def load_methods() -> dict:
+    "Import every module of `METHOD_MODULES` (registering its methods); returns `METHODS`"
+    for m in METHOD_MODULES:
+        try: importlib.import_module(f'lotus_nb.{m}')
+        except ModuleNotFoundError as e:
+            if e.name != f'lotus_nb.{m}': raise
+    return METHODS
+
+def _rank(name:str) -> tuple:
+    mod = METHODS[name].__module__.rsplit('.', 1)[-1]
+    return (METHOD_MODULES.index(mod) if mod in METHOD_MODULES else len(METHOD_MODULES), list(METHODS).index(name))
+
+def list_methods(reference:bool=None) -> list: # None: all; True: the references only; False: the unlearning methods only
+    "Registered method names in the paper's column order"
+    load_methods()
+    return sorted((m for m, f in METHODS.items() if reference is None or f.reference == reference), key=_rank)
+
+def check_method(name:str) -> str:
+    "`name` if it is a registered method, else a `ValueError` naming the valid ones"
+    return check_choice(name, load_methods(), 'method')
+
+def method_config(name:str, arch:str='resnet', # 'resnet' or 'vit': see `arch_defaults`
+                  kind:str='instance',        # 'instance' or 'class' unlearning: see `class_defaults`
+                  **overrides):
+    "Config of method `name` for architecture `arch` and unlearning `kind`, with `overrides`"
+    cls = METHODS[check_method(name)].config
+    check_choice(kind, ('instance', 'class'), 'kind')
     valid = {f.name for f in dataclasses.fields(cls)}
     bad = set(overrides) - valid
     if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}; valid: {', '.join(sorted(valid))}")
-    return cls(**{**cls.arch_defaults.get(arch, {}), **overrides})
+    return cls(**{**cls.arch_defaults.get(arch, {}), **(cls.class_defaults if kind == 'class' else {}), **overrides})
 
 # %% ../nbs/04_methods.ipynb #d8b6bcdc
 @dataclass
@@ -71,15 +108,18 @@ class Unlearned:
     model: nn.Module
     record: dict = field(default_factory=dict)
 
-def unlearn(name:str, original:nn.Module, task:UnlearnTask, cfg=None, # None: `method_config(name, arch)`
+def unlearn(name:str, original:nn.Module, task:UnlearnTask, cfg=None, # None: `method_config(name, arch, kind)`
             arch:str='resnet', progress:bool=True, **overrides) -> Unlearned:
     "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call"
-    f = METHODS[check_choice(name, METHODS, 'method')]
-    cfg = cfg if cfg is not None else method_config(name, arch, **overrides)
+    f = METHODS[check_method(name)]
+    kind = 'instance' if task.forget_class is None else 'class'
+    cfg = cfg if cfg is not None else method_config(name, arch, kind, **overrides)
+    task = dataclasses.replace(task)
     with Timer(model_device(original)) as t:
         set_seed(task.seed)
         out = f(original, task, cfg, progress)
-    out.record.update(method=name, time_min=t.minutes, config=dataclasses.asdict(cfg))
+    out.record.setdefault('time_min', t.minutes)
+    out.record.update(method=name, config=dataclasses.asdict(cfg))
     return out
 
 # %% ../nbs/04_methods.ipynb #0a51db02
@@ -112,3 +152,39 @@ def num_classes_of(model:nn.Module, task:UnlearnTask) -> int:
     if task.num_classes is not None: return task.num_classes
     xb = next(iter(task.forget.loader(2)))[0].to(model_device(model))
     with torch.no_grad(): return frozen(model)(xb).shape[1]
+
+# %% ../nbs/04_methods.ipynb #3197bad7
+def cycle(batches):
+    "Iterate over `batches` for ever, starting a new (reshuffled) pass each time it runs out"
+    while True:
+        n = 0
+        for b in batches: n += 1; yield b
+        if n == 0: raise ValueError("cannot cycle over an empty loader")
+
+def kl_to_targets(student_logits:torch.Tensor, # B x K logits of the student
+                  target_probs:torch.Tensor,   # B x K target distributions
+                  T:float=1.) -> torch.Tensor: # temperature applied to the student's logits
+    "Batch mean of $\\mathrm{KL}(t \\,\\|\\, \\mathrm{softmax}(s/T))$ in nats, with $0 \\log 0 = 0$"
+    t = target_probs.float()
+    return (torch.special.xlogy(t, t) - t*F.log_softmax(student_logits.float()/T, -1)).sum(-1).mean()
+
+def grad_sums(model:nn.Module, batches, loss_fn, # `loss_fn(batch) -> scalar`, on batches moved to the model's device
+              transform=None) -> tuple:          # applied to each batch's gradient before summing; None: the gradient
+    "Per-parameter sums over `batches` of `transform(grad)`, `model` in eval mode; returns `(sums, n_batches)`"
+    model.eval(); dev = model_device(model)
+    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    sums, n = {k: torch.zeros_like(p) for k, p in params.items()}, 0
+    for batch in batches:
+        batch = [b.to(dev, non_blocking=True) for b in batch]
+        with autocast(dev): loss = loss_fn(batch)
+        for (k, _), g in zip(params.items(), torch.autograd.grad(loss, list(params.values()), allow_unused=True)):
+            if g is not None: sums[k] += g if transform is None else transform(g)
+        n += 1
+    return sums, n
+
+def mask_grads(mask:dict): # parameter name -> 0/1 tensor of its shape; parameters not named are left alone
+    "A `grad_hook` for `train_epoch` that multiplies each parameter's gradient by its `mask`"
+    def hook(model:nn.Module):
+        for k, p in model.named_parameters():
+            if p.grad is not None and k in mask: p.grad.mul_(mask[k])
+    return hook
