@@ -16,7 +16,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'METHODS', 'METHOD_MODULES', 'UnlearnTask', 'MethodConfig', 'register_method', 'load_methods', 'list_methods',
            'check_method', 'method_config', 'Unlearned', 'unlearn', 'student_of', 'frozen', 'make_optimizer',
-           'with_tags', 'num_classes_of', 'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
+           'with_tags', 'num_classes_of', 'demo_task', 'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -152,6 +152,21 @@ def num_classes_of(model:nn.Module, task:UnlearnTask) -> int:
     if task.num_classes is not None: return task.num_classes
     xb = next(iter(task.forget.loader(2)))[0].to(model_device(model))
     with torch.no_grad(): return frozen(model)(xb).shape[1]
+
+# %% ../nbs/04_methods.ipynb #b7ed2c92
+def demo_task(dataset:str='digits', model:str='resnet18_small', epochs:int=15, # training of f_orig
+              forget_pct:float=0.1, seed:int=0, train_size:int=None, img_size:int=None,
+              augment:str=None) -> tuple: # None: the dataset's augmentation
+    "A small trained $f_{orig}$ (eval mode), its `TensorSplit`s and its `UnlearnTask`, for examples and tests"
+    from lotus_nb.data import load_dataset, make_splits, tensor_splits
+    from lotus_nb.models import create_model
+    from lotus_nb.training import Recipe, fit
+    d = load_dataset(dataset, train_size=train_size, img_size=img_size)
+    if augment is not None: d.augment = augment
+    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed))
+    set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
+    meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None), seed=seed, progress=False)
+    return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=seed, num_classes=d.num_classes, original_meta=meta)
 
 # %% ../nbs/04_methods.ipynb #3197bad7
 def cycle(batches):
