@@ -7,7 +7,7 @@ config.read('settings.ini', encoding='utf-8')
 cfg = config['DEFAULT']
 
 cfg_keys = 'version description keywords author author_email'.split()
-expected = cfg_keys + "lib_name user branch license status min_python audience language".split()
+expected = cfg_keys + "lib_name user branch license status min_python python_versions audience language".split()
 for o in expected: assert o in cfg, "missing expected setting: {}".format(o)
 setup_cfg = {o:cfg[o] for o in cfg_keys}
 
@@ -17,13 +17,20 @@ licenses = {
 }
 statuses = [ '1 - Planning', '2 - Pre-Alpha', '3 - Alpha',
     '4 - Beta', '5 - Production/Stable', '6 - Mature', '7 - Inactive' ]
-py_versions = '3.10 3.11 3.12 3.13'.split()
+# the Python versions that CI tests (settings.ini's python_versions): the classifiers name exactly these,
+# and python_requires starts at the first of them (min_python)
+py_versions = cfg['python_versions'].split()
+assert cfg['min_python'] == py_versions[0], "min_python must be the first of python_versions"
 
 requirements = shlex.split(cfg.get('requirements', ''))
 if cfg.get('pip_requirements'): requirements += shlex.split(cfg.get('pip_requirements', ''))
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
+# optional engines: one extra per `extra_requirements_<name>` key; `all` is their union
+extras = {k[len('extra_requirements_'):]: shlex.split(v) for k,v in cfg.items() if k.startswith('extra_requirements_')}
+assert not {'all', 'dev'} & set(extras), "'all' and 'dev' are not engine extras"
+extras_require = {**extras, 'all': sorted({r for rs in extras.values() for r in rs}), 'dev': dev_requirements}
 
 setuptools.setup(
     name = cfg['lib_name'],
@@ -32,12 +39,12 @@ setuptools.setup(
         'Development Status :: ' + statuses[int(cfg['status'])],
         'Intended Audience :: ' + cfg['audience'].title(),
         'Natural Language :: ' + cfg['language'].title(),
-    ] + ['Programming Language :: Python :: '+o for o in py_versions[py_versions.index(min_python):]] + (['License :: ' + lic[1] ] if lic[1] else []),
+    ] + ['Programming Language :: Python :: '+o for o in py_versions] + (['License :: ' + lic[1] ] if lic[1] else []),
     url = cfg['git_url'],
     packages = setuptools.find_packages(include=['lotus_nb', 'lotus_nb.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require={ 'dev': dev_requirements },
+    extras_require = extras_require,
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),

@@ -4,39 +4,44 @@
 
 # %% ../nbs/08_experiment.ipynb #feaec607
 from __future__ import annotations
-import dataclasses, json, logging
+import dataclasses, fcntl, json, logging, os
 from dataclasses import dataclass, field
 from pathlib import Path
-import numpy as np, pandas as pd, torch
+import numpy as np, pandas as pd, torch, torch.nn as nn
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
-from .data import DATASETS, load_dataset, make_splits, tensor_splits, check_choice, check_fraction, check_seed
-from .models import MODELS, create_model, model_arch, reinit_copy
-from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key, get_device, set_seed
-from .methods import METHODS, UnlearnTask, method_config, unlearn
+from .data import (DATASETS, load_dataset, dataset_splits, device_splits, unseen_split, dataset_defaults, check_choice,
+                           check_fraction, check_seed)
+from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, reinit_copy
+from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key, get_device, set_seed, to_device
+from .methods import UnlearnTask, method_config, unlearn, list_methods, check_method
 from .metrics import evaluate, reference_outputs, avg_gap
-from .report import REFERENCES, table_avg_gap, table_avg_gap_supp, save_table, plot_tau_trace, plot_entropy
-import lotus_nb.lotus, lotus_nb.finetune  # register the methods
+from .report import (is_reference, table_avg_gap, table_avg_gap_supp, table_hyperparams, save_table,
+                             plot_tau_trace, plot_entropy)
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_DEFAULTS', 'KEY', 'METRICS', 'COLUMNS', 'benchmark_defaults', 'read_results', 'append_row', 'row_id',
-           'check_benchmark', 'resolve_class', 'Benchmark', 'benchmark_name', 'run_benchmark', 'report']
+__all__ = ['log', 'BENCHMARK_DEFAULTS', 'KEY', 'METRICS', 'COLUMNS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults',
+           'read_results', 'append_row', 'row_id', 'register_unseen', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec',
+           'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'prepare', 'SeedContext', 'seed_context',
+           'run_seed', 'Benchmark', 'check_checkpoints', 'run_benchmark', 'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
 BENCHMARK_DEFAULTS = {
     'digits': dict(train_size=None, img_size=None, augment=None, recipe=Recipe(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None)),
     'fashionmnist': dict(train_size=10_000, img_size=14, augment='none', recipe=Recipe(epochs=40, batch_size=256, lr=0.1, warmup=2, patience=None)),
+    'imagenet': dict(method_overrides={'lotus': {'batch_size': 256}}),   # PROTOCOL section 2: ImageNet ViT, batch 256
 }
 
 def benchmark_defaults(dataset:str, model:str) -> dict:
-    "Training-set size, image size, augmentation (None: the dataset's) and training recipe of `dataset` with `model`"
-    return BENCHMARK_DEFAULTS.get(dataset, dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[model_arch(model)]))
+    "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`"
+    base = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[model_arch(model)], method_overrides={})
+    return {**base, **BENCHMARK_DEFAULTS.get(dataset, {})}
 
 # %% ../nbs/08_experiment.ipynb #f4196e84
-KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'method', 'seed', 'setup']
-METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_val', 'mia', 'jsd', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
+KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
+METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
 COLUMNS = KEY + METRICS
 
 def read_results(path) -> pd.DataFrame:
@@ -50,32 +55,86 @@ def read_results(path) -> pd.DataFrame:
     return df
 
 def append_row(path, row:dict):
-    "Append one row to the results file (header written with the first row)"
-    path = Path(path)
-    pd.DataFrame([row], columns=COLUMNS).to_csv(path, mode='a', header=not path.exists(), index=False)
+    "Append one row to the results file: an exclusive lock, one write, fsync (the header with the first row)"
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + '.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        header = not path.exists() or path.stat().st_size == 0
+        text = pd.DataFrame([row], columns=COLUMNS).to_csv(header=header, index=False)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try: os.write(fd, text.encode()); os.fsync(fd)
+        finally: os.close(fd)
 
 def row_id(row, with_seed:bool=True) -> tuple:
     "The identity of a run, normalised: its key columns (without the seed: its benchmark and method)"
     fc = row['forget_class']
     key = (str(row['dataset']), str(row['model']), None if pd.isna(row['forget_pct']) else round(float(row['forget_pct']), 6),
-           None if pd.isna(fc) else int(fc), str(row['method']), str(row['setup']))
+           None if pd.isna(fc) else int(fc), str(row['unseen']), str(row['method']), str(row['setup']))
     return key + (int(row['seed']),) if with_seed else key
 
 # %% ../nbs/08_experiment.ipynb #27bebff8
-def check_benchmark(dataset, model, forget_pct, seeds, methods, out_dir, forget_class=None, method_overrides=None):
-    "Validate a benchmark's parameters; returns the seeds as a list of ints and the results path"
-    check_choice(dataset, DATASETS, 'dataset'); check_choice(model, MODELS, 'model')
+UNSEEN_SOURCES = {}
+
+def register_unseen(name:str): # the name a `BenchmarkSpec.unseen` uses
+    "Decorator: register `f(prep, splits, seed, device) -> split`, a generator of the methods' unseen set $D_u$"
+    def _inner(f): UNSEEN_SOURCES[name] = f; return f
+    return _inner
+
+def unseen_sources(dataset:str) -> list:
+    "The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as its $D_u$ (CIFAKE for CIFAR-10)"
+    return ['heldout', *UNSEEN_SOURCES, *[d for d in DATASETS if dataset_defaults(d).unseen_for == dataset]]
+
+@dataclass
+class BenchmarkSpec:
+    "One benchmark: a dataset and a model, a forget set (a fraction, or a whole class), the source of $D_u$"
+    dataset: str = 'fashionmnist'     # registry name: see `DATASETS`
+    model: str = 'auto'               # registry name: see `MODELS`; 'auto': the dataset's (the paper's) model
+    forget_pct: float = 0.1           # fraction of each class to forget (instance unlearning)
+    forget_class: object = None       # a class index or name: class unlearning instead
+    unseen: str = 'heldout'           # the methods' $D_u$: 'heldout' or a name in `UNSEEN_SOURCES`
+    train_size: object = 'default'    # stratified training subset; 'default': `benchmark_defaults`, None: all
+    img_size: object = 'default'      # resize the images; 'default': `benchmark_defaults`, None: native
+    recipe: Recipe = None             # training of f_orig and f_gold; None: `benchmark_defaults`
+    train_epochs: int = None          # cap on the recipe's epochs (quick checks)
+    data_root: str = None             # data folder; None: the dataset's default locations
+    method_overrides: dict = None     # {method: {hyperparameter: value}}
+    pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
+    retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (PROTOCOL section 1)
+
+def resolve_spec(spec:BenchmarkSpec) -> BenchmarkSpec:
+    "`spec` with `model='auto'` replaced by the dataset's model (after checking the dataset's name)"
+    check_choice(spec.dataset, DATASETS, 'dataset')
+    return dataclasses.replace(spec, model=resolve_model(spec.model, spec.dataset))
+
+# %% ../nbs/08_experiment.ipynb #8399f4ee
+def check_benchmark(spec:BenchmarkSpec, seeds, methods, out_dir):
+    "Validate a (resolved) benchmark and its run; returns the seeds and methods as lists and the results path"
+    check_choice(spec.dataset, DATASETS, 'dataset'); check_choice(spec.model, MODELS, 'model')
+    check_choice(spec.unseen, unseen_sources(spec.dataset), 'unseen source')
+    gold = dataset_defaults(spec.dataset).gold
+    if methods is None: methods = [m for m in list_methods() if gold or m != 'gold']
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
-    for m in methods: check_choice(m, [*REFERENCES, *METHODS], 'method')
-    for m, o in (method_overrides or {}).items(): method_config(m, model_arch(model), **o)
-    if forget_class is None: check_fraction(forget_pct, 'forget_pct')
+    methods = [check_method(m) for m in methods]
+    if 'gold' in methods and not gold: raise ValueError(f"{spec.dataset} has no gold model (PROTOCOL section 4): leave 'gold' out of methods")
+    if len(set(methods)) != len(methods): raise ValueError(f"repeated methods in {methods}")
+    overrides = spec.method_overrides or {}
+    if not isinstance(overrides, dict): raise ValueError(f"method_overrides must be a dict {{method: {{name: value}}}}, got {overrides!r}")
+    for m, o in overrides.items():
+        if is_reference(check_method(m)): raise ValueError(f"{m!r} is a reference: it follows the benchmark's training recipe (pass `recipe`), not method_overrides")
+        if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
+        method_config(m, model_arch(spec.model), **o)
+    if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
+    check_fraction(spec.retain_pct, 'retain_pct')
+    te = spec.train_epochs
+    if te is not None and (isinstance(te, bool) or not isinstance(te, int) or te < 1):
+        raise ValueError(f"train_epochs must be a positive integer or None, got {te!r}")
     if isinstance(seeds, (int, str)) or not len(seeds): raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
     seeds = [check_seed(s) for s in seeds]
     if len(set(seeds)) != len(seeds): raise ValueError(f"repeated seeds in {seeds}")
     out = Path(out_dir)
     if out.exists() and not out.is_dir(): raise NotADirectoryError(f"out_dir {out} exists and is not a folder")
     read_results(out/'results.csv')
-    return seeds, out/'results.csv'
+    return seeds, methods, out/'results.csv'
 
 def resolve_class(data, forget_class):
     "Class index of `forget_class`, given as an index or a class name"
@@ -84,7 +143,123 @@ def resolve_class(data, forget_class):
         return data.classes.index(check_choice(forget_class, data.classes, 'class'))
     return int(check_choice(int(forget_class), range(data.num_classes), 'class'))
 
-# %% ../nbs/08_experiment.ipynb #8399f4ee
+# %% ../nbs/08_experiment.ipynb #3333653d
+@dataclass
+class Prepared:
+    "A benchmark made concrete: its data, recipe, resolved forget set, and the configs and identities of its methods"
+    spec: BenchmarkSpec
+    data: object
+    unseen_data: object               # the dataset of a synthetic $D_u$ (CIFAKE), or None
+    recipe: Recipe
+    forget_pct: float
+    forget_class: int
+    arch: str
+    kind: str
+    cfgs: dict
+    setup: dict
+    base: dict
+    @property
+    def name(self) -> str: return benchmark_name(self.spec.dataset, self.spec.model, self.forget_pct, self.forget_class, self.spec.unseen)
+    def splits(self, seed:int): return dataset_splits(self.data, self.forget_pct, seed, self.forget_class)
+    def checkpoints(self, seed:int, cache) -> tuple:
+        "Paths of the cached $f_{orig}$ (shared by every forget set) and $f_{gold}$ of `seed`"
+        forget = self.splits(seed).forget.tolist()
+        return (Path(cache)/f"orig_{cache_key(**self.base, kind='orig', seed=seed)}.pt",
+                Path(cache)/f"gold_{cache_key(**self.base, kind='gold', seed=seed, forget=forget)}.pt")
+    def ident(self, method:str, seed:int) -> tuple:
+        s = self.spec
+        return row_id(dict(dataset=s.dataset, model=s.model, forget_pct=self.forget_pct, forget_class=self.forget_class,
+                           unseen=s.unseen, method=method, seed=seed, setup=self.setup[method]))
+
+def benchmark_name(dataset, model, forget_pct, forget_class, unseen='heldout') -> str:
+    "`dataset_model_forget10`, `..._class3`; a synthetic unseen source is appended"
+    name = f"{dataset}_{model}_" + (f"class{forget_class}" if forget_class is not None else f"forget{round(100*forget_pct):g}")
+    return name if unseen == 'heldout' else f"{name}_{unseen}"
+
+def prepare(spec:BenchmarkSpec, methods) -> Prepared:
+    "Load `spec`'s data (`spec` resolved) and resolve its defaults, forget class, configs and run identities"
+    dflt = benchmark_defaults(spec.dataset, spec.model)
+    train_size = dflt['train_size'] if spec.train_size == 'default' else spec.train_size
+    img_size = dflt['img_size'] if spec.img_size == 'default' else spec.img_size
+    recipe = spec.recipe or dflt['recipe']
+    if spec.train_epochs is not None: recipe = dataclasses.replace(recipe, epochs=min(recipe.epochs, spec.train_epochs))
+    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size)
+    unseen_data = load_dataset(spec.unseen, root=spec.data_root) if spec.unseen in DATASETS else None
+    if dflt['augment'] is not None: data.augment = dflt['augment']
+    forget_class = resolve_class(data, spec.forget_class)
+    forget_pct = None if forget_class is not None else spec.forget_pct
+    arch, kind = model_arch(spec.model), 'instance' if forget_class is None else 'class'
+    user = {m: {**dflt['method_overrides'].get(m, {}), **(spec.method_overrides or {}).get(m, {})} for m in methods}
+    over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
+    cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
+    base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
+                recipe=dataclasses.asdict(recipe), pretrained=spec.pretrained)
+    setup = {m: cache_key(**base, cfg=dataclasses.asdict(cfgs[m]), unseen=spec.unseen, **({'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}))
+             for m in methods}
+    return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base)
+
+# %% ../nbs/08_experiment.ipynb #6182fc36
+@dataclass
+class SeedContext:
+    "Everything one seed of a benchmark works with: its splits, $f_{orig}$ and $f_{gold}$ (cached), the task and the evaluator"
+    splits: dict
+    f_orig: nn.Module
+    f_gold: nn.Module     # None without a gold model (ImageNet)
+    task: UnlearnTask
+    ref: object           # the reference outputs of `evaluate`
+    def evaluate(self, model, **kw) -> dict:
+        "The metrics of `model` on this seed's splits, against the cached reference outputs"
+        ts = self.splits
+        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=self.ref, **kw)
+
+def seed_context(prep:Prepared, seed:int, out_dir, device='cpu', cache_dir=None, progress:bool=True) -> SeedContext:
+    "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
+    dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, cache_dir or Path(out_dir)/'checkpoints')
+    model, dd = prep.spec.model, dataset_defaults(prep.spec.dataset)
+    make = lambda: create_model(model, data.num_classes, data.in_chans, model_input_size(model) or data.img_size, prep.spec.pretrained)
+    ts = device_splits(data, prep.splits(seed), dev, size=model_input_size(model))
+    if dd.train_original:
+        f_orig, orig_meta = train_cached(orig_ck, make, ts['forget'] + ts['retain'], prep.recipe, ts['val'], seed, dev, progress)
+    else: f_orig, orig_meta = to_device(make(), dev), dict(time_min=float('nan'), history=[])  # the pretrained model is f_orig
+    f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['val'], seed, dev, progress) if dd.gold
+                         else (None, None))
+    ref = reference_outputs(ts['forget'], ts['val'], f_gold, f_orig, reinit_copy(f_orig, seed=seed))
+    if prep.spec.unseen == 'heldout': unseen = ts['val']
+    elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
+    else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
+    task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
+                       retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
+    return SeedContext(ts, f_orig, f_gold, task, ref)
+
+def run_seed(prep:Prepared, seed:int, methods, out_dir, device='cpu', cache_dir=None, progress:bool=True,
+             on_row=None) -> int: # `on_row(row)` after each row is written (progress reports)
+    "Run every method of `prep` not yet done for `seed`, appending one row each to `out_dir/results.csv`; returns how many ran"
+    out = Path(out_dir); res_path = out/'results.csv'
+    done = {row_id(r) for _, r in read_results(res_path).iterrows()}
+    todo = [m for m in methods if prep.ident(m, seed) not in done]
+    if not todo: return 0
+    ctx = seed_context(prep, seed, out_dir, device, cache_dir, progress)
+    f_orig, f_gold, task = ctx.f_orig, ctx.f_gold, ctx.task
+    ev = lambda m: ctx.evaluate(m, return_entropies=True)
+    gold_metrics = ev(f_gold) if f_gold is not None else None
+    (out/'runs').mkdir(parents=True, exist_ok=True)
+    for i, m in enumerate(todo):
+        r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
+        metrics, record = (gold_metrics if f_gold is not None and r.model is f_gold else ev(r.model)), r.record   # gold's are known
+        del r
+        s = prep.spec
+        row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
+                   method=m, seed=seed, setup=prep.setup[m], time_min=record['time_min'],
+                   avg_gap=avg_gap(metrics, gold_metrics) if gold_metrics else float('nan'),
+                   **{k: v for k, v in metrics.items() if k in METRICS})
+        np.savez_compressed(out/'runs'/f"{m}_seed{seed}_{prep.setup[m]}.npz", **metrics['entropies'])
+        (out/'runs'/f"{m}_seed{seed}_{prep.setup[m]}.json").write_text(json.dumps(record, default=str))
+        append_row(res_path, row)
+        if on_row is not None: on_row(row)
+        log.info(f"[{prep.name} seed {seed}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
+    return len(todo)
+
+# %% ../nbs/08_experiment.ipynb #0ab95a43
 @dataclass
 class Benchmark:
     "What `run_benchmark` produced: the rows of this benchmark, its tables and figure paths"
@@ -92,98 +267,66 @@ class Benchmark:
     tables: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)
     name: str = ''
+    missing: str = ''    # why the benchmark could not run (its data is absent), or ''
 
-def benchmark_name(dataset, model, forget_pct, forget_class) -> str:
-    return f"{dataset}_{model}_" + (f"class{forget_class}" if forget_class is not None else f"forget{round(100*forget_pct):g}")
+def check_checkpoints(prep:Prepared, seeds, cache):
+    "Refuse a corrupt cached checkpoint of any seed, before any training"
+    for s in seeds:
+        for p in prep.checkpoints(s, cache):
+            if p.exists(): load_checkpoint(p)
 
-# %% ../nbs/08_experiment.ipynb #3333653d
+# %% ../nbs/08_experiment.ipynb #ee18c00e
 def run_benchmark(dataset:str='fashionmnist', # registry name: see `DATASETS`
-                  model:str='resnet18_small', # registry name: see `MODELS`
+                  model:str='auto',           # registry name: see `MODELS`; 'auto': the dataset's (the paper's) model
                   forget_pct:float=0.1,      # fraction of each class to forget (instance unlearning)
                   seeds=(3407, 13, 12),      # the paper's seeds; each draws its own forget set
-                  methods=('original', 'gold', 'finetune', 'lotus'), # rows to produce: references and registered methods
+                  methods=None,              # registered methods (references included) to run; None: all of them
                   out_dir='results',         # results.csv, tables/, figures/, runs/, checkpoints/
                   device:str='auto',         # 'auto', 'cpu' or 'cuda'
                   forget_class=None,         # a class index or name: class unlearning instead
                   data_root=None,            # data folder; None uses the dataset's default locations
                   train_size='default', img_size='default', recipe:Recipe=None, # None/'default': `benchmark_defaults`
+                  train_epochs:int=None,     # cap on the epochs of f_orig and f_gold (quick checks); None: the recipe's
                   method_overrides:dict=None, # {method: {hyperparameter: value}}
+                  unseen:str='heldout',      # the methods' $D_u$: 'heldout' or a name in `UNSEEN_SOURCES`
+                  pretrained=None,           # True, False, a local weights file; None: the paper's choice for the model
+                  retain_pct:float=0.3,      # fraction of $D_r$ that LoTUS and Bad Teacher see
                   cache_dir=None,            # checkpoints of f_orig and f_gold; default out_dir/checkpoints
                   progress:bool=True) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in `out_dir/results.csv`, then write its tables and figures"
-    seeds, res_path = check_benchmark(dataset, model, forget_pct, seeds, methods, out_dir, forget_class, method_overrides)
-    dev, arch, out = get_device(device), model_arch(model), Path(out_dir)
-    dflt = benchmark_defaults(dataset, model)
-    train_size = dflt['train_size'] if train_size == 'default' else train_size
-    img_size = dflt['img_size'] if img_size == 'default' else img_size
-    recipe = recipe or dflt['recipe']
-    data = load_dataset(dataset, root=data_root, img_size=img_size, train_size=train_size)
-    if dflt['augment'] is not None: data.augment = dflt['augment']
-    forget_class = resolve_class(data, forget_class)
-    if forget_class is not None: forget_pct = None
-    overrides = {m: dict(o) for m, o in (method_overrides or {}).items()}
-    if forget_class is not None: overrides['lotus'] = {'class_unlearning': True, 'alpha': 32., **overrides.get('lotus', {})}
-    cfgs = {m: method_config(m, arch, **overrides.get(m, {})) for m in methods if m not in REFERENCES}
-    base = dict(dataset=dataset, model=model, train_size=train_size, img_size=img_size, augment=data.augment, recipe=dataclasses.asdict(recipe))
-    setup = {m: cache_key(**base, cfg=dataclasses.asdict(cfgs[m]) if m in cfgs else None) for m in methods}
-    cache = Path(cache_dir) if cache_dir is not None else out/'checkpoints'
-    make = lambda: create_model(model, data.num_classes, data.in_chans, data.img_size)
-    splits = {s: make_splits(data.y_train, data.y_heldout, forget_pct, s, forget_class) for s in seeds}
-    ckpt = {s: (cache/f"orig_{cache_key(**base, kind='orig', seed=s)}.pt",
-                cache/f"gold_{cache_key(**base, kind='gold', seed=s, forget=splits[s].forget.tolist())}.pt") for s in seeds}
-    for paths in ckpt.values():           # a corrupt checkpoint stops the run before any training
-        for p in paths:
-            if p.exists(): load_checkpoint(p)
-    done = {row_id(r) for _, r in read_results(res_path).iterrows()}
-    ident = lambda m, s: row_id(dict(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, method=m, seed=s, setup=setup[m]))
-    (out/'runs').mkdir(parents=True, exist_ok=True)
-    for s in seeds:
-        todo = [m for m in methods if ident(m, s) not in done]
-        if not todo: continue
-        ts = tensor_splits(data, splits[s], dev)
-        f_orig, orig_meta = train_cached(ckpt[s][0], make, ts['forget'] + ts['retain'], recipe, ts['val'], s, dev, progress)
-        f_gold, gold_meta = train_cached(ckpt[s][1], make, ts['retain'], recipe, ts['val'], s, dev, progress)
-        ref = reference_outputs(ts['forget'], ts['val'], f_gold, f_orig, reinit_copy(f_orig, seed=s))
-        ev = lambda m: evaluate(m, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=ref, return_entropies=True)
-        gold_metrics = ev(f_gold)
-        task = UnlearnTask(ts['forget'], ts['retain'], ts['val'], retain_sub=ts['retain_sub'], seed=s,
-                           num_classes=data.num_classes, forget_class=forget_class)
-        for m in tqdm(todo, disable=not progress, desc=f'seed {s}'):
-            if m == 'gold': metrics, record = gold_metrics, dict(time_min=gold_meta['time_min'], history=gold_meta['history'])
-            elif m == 'original': metrics, record = ev(f_orig), dict(time_min=orig_meta['time_min'], history=orig_meta['history'])
-            else:
-                r = unlearn(m, f_orig, task, cfgs[m], progress=progress)
-                metrics, record = ev(r.model), r.record
-                del r
-            row = dict(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, method=m, seed=s,
-                       setup=setup[m], time_min=record['time_min'], avg_gap=avg_gap(metrics, gold_metrics),
-                       **{k: v for k, v in metrics.items() if k in METRICS})
-            np.savez_compressed(out/'runs'/f"{m}_seed{s}_{setup[m]}.npz", **metrics['entropies'])
-            (out/'runs'/f"{m}_seed{s}_{setup[m]}.json").write_text(json.dumps(record, default=str))
-            append_row(res_path, row)
-            log.info(f"{m} seed {s}: avg_gap={row['avg_gap']:.4f} time={row['time_min']:.3f} min")
-    return report(out, dataset, model, forget_pct, forget_class, setup)
+    spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, forget_class, unseen, train_size, img_size, recipe, train_epochs,
+                                      data_root, method_overrides, pretrained, retain_pct))
+    seeds, methods, _ = check_benchmark(spec, seeds, methods, out_dir)
+    get_device(device)
+    prep = prepare(spec, methods)
+    cache = Path(cache_dir) if cache_dir is not None else Path(out_dir)/'checkpoints'
+    check_checkpoints(prep, seeds, cache)
+    for s in tqdm(seeds, disable=not progress, desc=prep.name):
+        run_seed(prep, s, methods, out_dir, device, cache, progress)
+    return report(out_dir, prep, methods)
 
 # %% ../nbs/08_experiment.ipynb #ccb4ab1a
-def report(out_dir, dataset, model, forget_pct, forget_class, setup:dict) -> Benchmark:
+STREISAND = ('original', 'gold', 'random_label', 'lotus')   # the models of the paper's entropy figure
+
+def report(out_dir, prep:Prepared, methods) -> Benchmark:
     "Tables and figures of one benchmark from `out_dir/results.csv` and `out_dir/runs/`"
     out = Path(out_dir); df = read_results(out/'results.csv')
-    want = {row_id(dict(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, method=m, setup=h), False)
-            for m, h in setup.items()}
+    want = {prep.ident(m, 0)[:-1] for m in methods}
     df = df[[row_id(r, False) in want for _, r in df.iterrows()]].reset_index(drop=True)
-    name = benchmark_name(dataset, model, forget_pct, forget_class)
-    b = Benchmark(df, name=name)
+    b = Benchmark(df, name=prep.name)
     if not len(df): return b
     b.tables['avg_gap'] = table_avg_gap(df); b.tables['avg_gap_supp'] = table_avg_gap_supp(df)
-    for k, t in b.tables.items(): save_table(t, out/'tables', f'{name}_{k}')
+    unlearners = [m for m in methods if not is_reference(m)]
+    if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, prep.spec.method_overrides, unlearners, prep.kind)
+    for k, t in b.tables.items(): save_table(t, out/'tables', f'{b.name}_{k}')
     figs = out/'figures'; figs.mkdir(exist_ok=True)
-    run = lambda m, s, ext: out/'runs'/f"{m}_seed{s}_{setup[m]}.{ext}"
+    run = lambda m, s, ext: out/'runs'/f"{m}_seed{s}_{prep.setup[m]}.{ext}"
     def save(key, fig):
-        b.figures[key] = figs/f'{name}_{key}.png'; fig.savefig(b.figures[key], dpi=120); plt.close(fig)
-    if 'lotus' in setup:
+        b.figures[key] = figs/f'{b.name}_{key}.png'; fig.savefig(b.figures[key], dpi=120); plt.close(fig)
+    if 'lotus' in methods:
         traces = {s: json.loads(run('lotus', s, 'json').read_text())['trace'] for s in sorted(set(df.seed)) if run('lotus', s, 'json').exists()}
-        if traces: save('tau_trace', plot_tau_trace(traces, f'LoTUS on {name}'))
+        if traces: save('tau_trace', plot_tau_trace(traces, f'LoTUS on {b.name}'))
     s0 = int(df.seed.iloc[0])
-    ents = {m: dict(np.load(run(m, s0, 'npz'))) for m in setup if run(m, s0, 'npz').exists()}
-    if ents: save('entropy', plot_entropy(ents, f'Prediction entropy, {name}, seed {s0}'))
+    ents = {m: dict(np.load(run(m, s0, 'npz'))) for m in STREISAND if m in methods and run(m, s0, 'npz').exists()}
+    if ents: save('entropy', plot_entropy(ents, f'Prediction entropy, {b.name}, seed {s0}'))
     return b

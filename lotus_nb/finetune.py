@@ -22,7 +22,7 @@ class FinetuneConfig(MethodConfig):
     momentum: float = 0.9
     weight_decay: float = 5e-4
 
-@register_method('finetune', FinetuneConfig)
+@register_method('finetune', FinetuneConfig, display='Finetuning')
 def finetune(original:nn.Module, task:UnlearnTask, cfg:FinetuneConfig, progress:bool=True) -> Unlearned:
     "Finetuning: minimise cross-entropy on the whole retain set; the forget set is never seen"
     student = student_of(original)

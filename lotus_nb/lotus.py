@@ -6,30 +6,34 @@
 from __future__ import annotations
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import accuracy_of, train_epoch
+from .training import accuracy_of, train_epoch, model_device, fast_enabled, graphable
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
-                              make_optimizer, with_tags)
+                              make_optimizer, with_tags, num_classes_of)
 
 # %% auto #0
-__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'LotusConfig', 'lotus', 'lotus_unlearn']
+__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'legacy_stop_reached', 'LotusConfig', 'lotus',
+           'lotus_unlearn']
 
 # %% ../nbs/05_lotus.ipynb #9ac8b8a6
-def dynamic_tau(acc_forget:float, # student accuracy on the forget set
+def dynamic_tau(acc_forget:float, # student accuracy on the forget set (a float, or a 0-dim tensor on the device)
                 acc_unseen:float, # teacher accuracy on the unseen set
                 alpha:float=2.):  # scale of the accuracy difference
     "Temperature `tau_d` of Eq. (11): above 1 smooths, below 1 sharpens"
+    if torch.is_tensor(acc_forget): return torch.exp(alpha*(acc_forget.double() - acc_unseen))  # in float64, where it is
     return math.exp(alpha*(acc_forget-acc_unseen))
 
 # %% ../nbs/05_lotus.ipynb #c6f78b35
 def lotus_targets(teacher_logits:torch.Tensor, # B x K logits of the frozen teacher
                   is_forget:torch.Tensor,      # B booleans: the unlearning label l
                   tau_d:float,                 # temperature of the forget targets
-                  gumbel:bool=True):           # False: softmax with temperature (the ablation)
+                  gumbel:bool=True,            # False: softmax with temperature (the ablation)
+                  noise:torch.Tensor=None):    # B x K Exponential(1) draws; None: drawn here
     "Soft Gumbel-softmax targets at `tau_d` for forget rows, the hard ($\\tau \\to 0^+$) sample for retain rows"
     z = teacher_logits.float()
-    if gumbel: z = z - torch.empty_like(z).exponential_().log()  # + Gumbel(0,1) noise
+    if gumbel: z = z - (torch.empty_like(z).exponential_() if noise is None else noise).log()  # + Gumbel(0,1) noise
     soft = F.softmax(z/tau_d, dim=-1)
     hard = F.one_hot(z.argmax(-1), z.shape[-1]).to(soft.dtype)
     return torch.where(is_forget[:, None], soft, hard)
@@ -38,11 +42,18 @@ def soft_cross_entropy(logits:torch.Tensor, target:torch.Tensor) -> torch.Tensor
     "Batch mean of $-\\sum_k t_k \\log \\mathrm{softmax}(\\text{logits})_k$"
     return -(target * F.log_softmax(logits.float(), dim=-1)).sum(-1).mean()
 
-def lotus_loss(student_logits, teacher_logits, is_forget, tau_d:float, gumbel:bool=True):
+def lotus_loss(student_logits, teacher_logits, is_forget, tau_d:float, gumbel:bool=True, noise=None):
     "LoTUS's loss, Eq. (12): soft-target cross-entropy of the student against `lotus_targets`"
-    return soft_cross_entropy(student_logits, lotus_targets(teacher_logits, is_forget, tau_d, gumbel))
+    return soft_cross_entropy(student_logits, lotus_targets(teacher_logits, is_forget, tau_d, gumbel, noise))
 
 # %% ../nbs/05_lotus.ipynb #dc3c772c
+def legacy_stop_reached(acc_forget:float, # student accuracy on the forget set
+                        acc_unseen:float  # teacher accuracy on the unseen set
+                       ) -> bool:
+    "The public code's stop: both accuracies rounded to 2 decimals, stop once the difference is at most -0.01 (in whole percents)"
+    return round(round(acc_forget, 2)*100) - round(round(acc_unseen, 2)*100) <= -1
+
+# %% ../nbs/05_lotus.ipynb #f6103cfa
 @dataclass
 class LotusConfig(MethodConfig):
     "LoTUS's hyperparameters (paper, section 4)"
@@ -51,12 +62,13 @@ class LotusConfig(MethodConfig):
     weight_decay: float = 5e-4
     alpha: float = 2.               # scale of the accuracy difference in `dynamic_tau`
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
-    class_unlearning: bool = False  # Acc(f_orig, D_u) := 0
+    class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
     legacy_stop: bool = False       # the public code's rounding and early stop
-    arch_defaults = {'vit': dict(epochs=3, batch_size=32, lr=1e-6)}
+    arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=1e-6)}
+    class_defaults: ClassVar[dict] = dict(class_unlearning=True, alpha=32.)
 
-# %% ../nbs/05_lotus.ipynb #26ff6390
-@register_method('lotus', LotusConfig)
+# %% ../nbs/05_lotus.ipynb #23e1e96b
+@register_method('lotus', LotusConfig, display='LoTUS')
 def lotus(original:nn.Module, task:UnlearnTask, cfg:LotusConfig, progress:bool=True, grad_hook=None) -> Unlearned:
     "LoTUS: distil the Gumbel-perturbed teacher into the student on $D_f \\cup$ a subset of $D_r$"
     teacher, student = frozen(original), student_of(original)
@@ -64,24 +76,33 @@ def lotus(original:nn.Module, task:UnlearnTask, cfg:LotusConfig, progress:bool=T
     elif task.unseen is None: raise ValueError("LoTUS needs an unseen set D_u (or class_unlearning=True)")
     else: acc_unseen = accuracy_of(teacher, task.unseen)
     batches = with_tags(task.forget, task.retain_subset(), cfg.batch_size, task.seed)
-    opt, trace, state = make_optimizer(student.parameters(), cfg), [], {}
+    opt, rows, state, stop = make_optimizer(student.parameters(), cfg), [], {}, None
+    dev = model_device(student); fast = fast_enabled(dev)
     def loss_fn(b):
-        x, _, l = b
+        x, _, l, *noise = b     # `noise`: the Gumbel draws of a step replayed from a CUDA graph
         with torch.no_grad(): t_logits = teacher(x)
-        return lotus_loss(student(x), t_logits, l, state['tau'], cfg.gumbel)
+        return lotus_loss(student(x), t_logits, l, state['tau'], cfg.gumbel, *noise)
+    if fast:                    # tau_d stays on the device, in one tensor a captured step reads
+        state['tau'], k = torch.ones((), dtype=torch.float64, device=dev), num_classes_of(original, task)
+        graphable(loss_fn, draws=(lambda b: [torch.empty(len(b[0]), k, device=dev).exponential_()]) if cfg.gumbel else None)
     for epoch in tqdm(range(cfg.epochs), disable=not progress, desc='LoTUS'):
-        acc_f = accuracy_of(student, task.forget)
-        a_f, a_u = (round(acc_f, 2), round(acc_unseen, 2)) if cfg.legacy_stop else (acc_f, acc_unseen)
-        if cfg.legacy_stop and a_f - a_u <= -0.01: break
-        state['tau'] = dynamic_tau(a_f, a_u, cfg.alpha)
-        loss = train_epoch(student, batches, loss_fn, opt, grad_hook=grad_hook)
-        trace.append(dict(epoch=epoch, acc_forget=acc_f, acc_unseen=acc_unseen, delta_acc=acc_f-acc_unseen, tau_d=state['tau'], loss=loss))
-    return Unlearned(student.eval(), dict(trace=trace, acc_unseen=acc_unseen))
+        acc_f = accuracy_of(student, task.forget, sync=not fast)
+        if cfg.legacy_stop and legacy_stop_reached(float(acc_f), acc_unseen): stop = epoch; break
+        a_f, a_u = (round(float(acc_f), 2), round(acc_unseen, 2)) if cfg.legacy_stop else (acc_f, acc_unseen)
+        tau = dynamic_tau(a_f, a_u, cfg.alpha)
+        if fast: state['tau'].fill_(tau)
+        else: state['tau'] = tau
+        rows.append((epoch, acc_f, tau, train_epoch(student, batches, loss_fn, opt, grad_hook=grad_hook, sync=not fast)))
+    trace = [dict(epoch=e, acc_forget=float(a), acc_unseen=acc_unseen, delta_acc=float(a)-acc_unseen, tau_d=float(t), loss=float(l))
+             for e, a, t, l in rows]    # on the fast path, the one wait for the device
+    return Unlearned(student.eval(), dict(trace=trace, acc_unseen=acc_unseen, stop_epoch=stop))
 
-# %% ../nbs/05_lotus.ipynb #d27a1ffd
-def lotus_unlearn(model:nn.Module, forget, retain, unseen, # `Dataset`s, `DataLoader`s or splits of (x, y)
-                  retain_pct:float=0.3, seed:int=0, arch:str='resnet', progress:bool=True, **hyper):
+# %% ../nbs/05_lotus.ipynb #a0926e00
+def lotus_unlearn(model:nn.Module, forget, retain, unseen=None, # `Dataset`s, `DataLoader`s or splits of (x, y); `unseen` may be None for class unlearning
+                  retain_pct:float=0.3, seed:int=0, arch:str='resnet', progress:bool=True,
+                  forget_class:int=None, # the class `forget` holds, for class unlearning
+                  **hyper):
     "Unlearn `forget` from `model` with LoTUS; returns `(model, record)`"
-    res = unlearn('lotus', model, UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed),
+    res = unlearn('lotus', model, UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class),
                   arch=arch, progress=progress, **hyper)
     return res.model, res.record

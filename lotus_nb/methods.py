@@ -71,10 +71,7 @@ def register_method(name:str,            # the name users pass to `unlearn`
 
 def load_methods() -> dict:
     "Import every module of `METHOD_MODULES` (registering its methods); returns `METHODS`"
-    for m in METHOD_MODULES:
-        try: importlib.import_module(f'lotus_nb.{m}')
-        except ModuleNotFoundError as e:
-            if e.name != f'lotus_nb.{m}': raise
+    for m in METHOD_MODULES: importlib.import_module(f'lotus_nb.{m}')
     return METHODS
 
 def _rank(name:str) -> tuple:
@@ -136,10 +133,11 @@ def frozen(model:nn.Module) -> nn.Module:
     return t
 
 def make_optimizer(params, cfg:MethodConfig) -> torch.optim.Optimizer:
-    "The optimiser named by `cfg.optimizer`, with `cfg.lr` and `cfg.weight_decay`"
+    "The optimiser named by `cfg.optimizer`, with `cfg.lr` and `cfg.weight_decay` (fused on the fast path: `new_optimizer`)"
+    from lotus_nb.training import new_optimizer
     opt = check_choice(cfg.optimizer, ('sgd', 'adam', 'adamw'), 'optimizer')
-    if opt == 'sgd': return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
-    return (torch.optim.Adam if opt == 'adam' else torch.optim.AdamW)(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    kw = dict(momentum=cfg.momentum) if opt == 'sgd' else {}
+    return new_optimizer(opt, params, cfg.lr, weight_decay=cfg.weight_decay, **kw)
 
 def with_tags(first, second, batch_size:int, seed:int):
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"

@@ -5,27 +5,30 @@
 # %% ../nbs/07_report.ipynb #bed63f11
 from __future__ import annotations
 from pathlib import Path
+import dataclasses
 import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
 from .metrics import GAP_KEYS
+from .methods import METHODS, load_methods, list_methods, method_config, MethodConfig
 
 # %% auto #0
-__all__ = ['METHOD_ORDER', 'DISPLAY', 'REFERENCES', 'MAIN_ROWS', 'SUPP_LABELS', 'display_name', 'ordered_methods', 'summarize',
-           'fmt_pm', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'save_table', 'plot_tau_trace',
-           'plot_entropy']
+__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'SUPP_LABELS', 'EXTRA_MIA', 'display_name', 'is_reference', 'ordered_methods',
+           'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'metric_table', 'table_avg_gap', 'gaps_to_gold',
+           'table_avg_gap_supp', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #0e4f1a79
-METHOD_ORDER = ['original', 'gold', 'finetune', 'neggrad', 'rndlbl', 'badteacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus']
-DISPLAY = dict(original='Original', gold='Gold Std', finetune='Finetuning', neggrad='NegGrad+', rndlbl='RndLbl',
-               badteacher='BadT', scrub='SCRUB', ssd='SSD', unsir='UNSIR', salun='SalUn', lotus='LoTUS')
-REFERENCES = ('original', 'gold')   # not unlearning methods: never "best"
+def display_name(m:str) -> str:
+    "The paper's label of method `m` (its registry `display`), or `m` itself"
+    return METHODS[m].display if m in load_methods() else m
 
-def display_name(m:str) -> str: return DISPLAY.get(m, m)
+def is_reference(m:str) -> bool:
+    "True for the Original and the Gold Standard: compared with, never ranked"
+    return m in load_methods() and METHODS[m].reference
 
 def ordered_methods(methods) -> list:
-    "`methods` in the paper's column order, unknown ones last"
-    methods = list(dict.fromkeys(methods))
-    return sorted(methods, key=lambda m: (METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER), m))
+    "`methods` in the registry's (the paper's) column order, unknown ones last"
+    order = list_methods(); methods = list(dict.fromkeys(methods))
+    return sorted(methods, key=lambda m: (order.index(m) if m in order else len(order), m))
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, metrics) -> tuple:
@@ -39,25 +42,62 @@ def fmt_pm(mean:float, std:float, digits:int=4) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 # %% ../nbs/07_report.ipynb #0bb3e775
-MAIN_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), 'RF-JSD x1e4': ('rf_jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2)}
+def rank_row(mean_row:pd.Series, # method -> mean value over seeds
+             higher_better:bool=False) -> dict:
+    "Rank 1 and 2 of the unlearning methods (references excluded) of one row of means: `{method: rank}`"
+    cand = mean_row[[m for m in mean_row.index if not is_reference(m)]].dropna()
+    cand = cand.sort_values(ascending=not higher_better, kind='stable')
+    return {m: i + 1 for i, m in enumerate(cand.index[:2])}
 
-def _best(mean_row:pd.Series) -> str:
-    cand = mean_row.drop([m for m in REFERENCES if m in mean_row.index]).dropna()
-    return display_name(cand.idxmin()) if len(cand) else ''
+def make_table(cells:dict, ranks:dict) -> pd.DataFrame:
+    "A table from `{row: {method: text}}` and `{row: {method: rank}}`, with a `best` column and the ranks in `attrs`"
+    t = pd.DataFrame({r: {display_name(m): v for m, v in row.items()} for r, row in cells.items()}).T.fillna('')
+    t['best'] = [next((display_name(m) for m, k in ranks.get(r, {}).items() if k == 1), '') for r in t.index]
+    t.attrs['rank'] = {(r, display_name(m)): k for r, row in ranks.items() for m, k in row.items()}
+    return t
 
-def table_avg_gap(results:pd.DataFrame, rows:dict=MAIN_ROWS) -> pd.DataFrame:
-    "The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4 and time, mean ± std over seeds"
-    cols = [c for c, *_ in rows.values() if c in results]
-    mean, std = summarize(results, cols)
-    out = {}
-    for label, (col, scale, digits) in rows.items():
-        if col not in results: continue
-        out[label] = {display_name(m): fmt_pm(mean.loc[m, col]*scale, std.loc[m, col]*scale, digits) for m in mean.index}
-        out[label]['best'] = _best(mean[col])
-    return pd.DataFrame(out).T
+def _tex(s:str) -> str:
+    s = str(s)
+    for a, b in [('\\', r'\textbackslash{}'), ('&', r'\&'), ('%', r'\%'), ('$', r'\$'), ('#', r'\#'), ('_', r'\_'),
+                 ('{', r'\{'), ('}', r'\}'), ('~', r'\textasciitilde{}'), ('^', r'\^{}')]: s = s.replace(a, b)
+    return s.replace('±', r'$\pm$').replace('Δ', r'$\Delta$')
+
+MARKUP = {'md': ('**{}**', '<u>{}</u>', str), 'tex': (r'\textbf{{{}}}', r'\underline{{{}}}', _tex)}
+
+def render(table:pd.DataFrame, style:str='md') -> pd.DataFrame:
+    "`table` with its best cell of each row in bold and the second underlined, in `style` 'md' or 'tex' markup"
+    bold, under, esc = MARKUP[style]; rank = table.attrs.get('rank', {})
+    out = table.copy()
+    for r in out.index:
+        for c in out.columns:
+            k, v = rank.get((r, c)), esc(out.loc[r, c])
+            out.loc[r, c] = bold.format(v) if k == 1 else under.format(v) if k == 2 else v
+    if style == 'tex': out.index, out.columns = [_tex(i) for i in out.index], [_tex(c) for c in out.columns]
+    return out
 
 # %% ../nbs/07_report.ipynb #166da342
+MAIN_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), 'RF-JSD x1e4': ('rf_jsd', 1e4, 2),
+             'ZRF': ('zrf', 1, 4), 'Time (min.)': ('time_min', 1, 2)}
+HIGHER_BETTER = set()   # metric columns where a larger value ranks first
+
+def metric_table(results:pd.DataFrame, rows:dict) -> pd.DataFrame:
+    "Rows `{label: (column, scale, digits)}` of `results` as mean ± std over seeds per method, ranked"
+    cols = [c for c, *_ in rows.values() if c in results and results[c].notna().any()]
+    mean, std = summarize(results, cols); cells, ranks = {}, {}
+    for label, (col, scale, digits) in rows.items():
+        if col not in cols: continue
+        cells[label] = {m: fmt_pm(mean.loc[m, col]*scale, std.loc[m, col]*scale, digits) if pd.notna(mean.loc[m, col]) else ''
+                        for m in mean.index}
+        ranks[label] = rank_row(mean[col], col in HIGHER_BETTER)
+    return make_table(cells, ranks)
+
+def table_avg_gap(results:pd.DataFrame, rows:dict=None) -> pd.DataFrame:
+    "The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4, ZRF and time, mean ± std over seeds"
+    return metric_table(results, rows or {k: v for k, v in MAIN_ROWS.items() if k != 'ZRF'})
+
+# %% ../nbs/07_report.ipynb #f8ef7214
 SUPP_LABELS = dict(mia='MIA', acc_forget='Forget acc', acc_retain='Retain acc', acc_test='Test acc')
+EXTRA_MIA = dict(mia_loss='MIA (loss)', mia_svc='MIA (SVC)')   # population attacks beyond the paper's (not in Avg Gap)
 
 def gaps_to_gold(results:pd.DataFrame, keys=GAP_KEYS) -> pd.DataFrame:
     "`results` with a column `gap_<key>` = |value - gold's value of the same seed| for each key"
@@ -67,22 +107,37 @@ def gaps_to_gold(results:pd.DataFrame, keys=GAP_KEYS) -> pd.DataFrame:
     return out
 
 def table_avg_gap_supp(results:pd.DataFrame) -> pd.DataFrame:
-    "The paper's `tab:avg_gap_supp` for one benchmark: each Avg Gap term and its gap to gold, mean ± std"
-    r = gaps_to_gold(results); cols = [c for k in GAP_KEYS for c in (k, f'gap_{k}')]
-    mean, std = summarize(r, cols); out = {}
-    for k in GAP_KEYS:
-        for col, label in ((k, SUPP_LABELS[k]), (f'gap_{k}', f'|Δ {SUPP_LABELS[k]}|')):
-            out[label] = {display_name(m): fmt_pm(mean.loc[m, col], std.loc[m, col]) for m in mean.index}
-            if col.startswith('gap_'): out[label]['best'] = _best(mean[col])
-    return pd.DataFrame(out).T.fillna('')
+    "The paper's `tab:avg_gap_supp` for one benchmark: each Avg Gap term, then the loss and SVC MIAs, each with its gap to gold, mean ± std"
+    keys = list(GAP_KEYS) + [k for k in EXTRA_MIA if k in results and results[k].notna().any()]
+    labels, rows = {**SUPP_LABELS, **EXTRA_MIA}, {}
+    for k in keys: rows[labels[k]] = (k, 1, 4); rows[f'|Δ {labels[k]}|'] = (f'gap_{k}', 1, 4)
+    t = metric_table(gaps_to_gold(results, keys), rows)
+    for k in keys: t.loc[labels[k], 'best'] = ''
+    t.attrs['rank'] = {rc: v for rc, v in t.attrs['rank'].items() if rc[0].startswith('|Δ')}
+    return t
 
-# %% ../nbs/07_report.ipynb #f8ef7214
+# %% ../nbs/07_report.ipynb #c6ce859e
+def table_hyperparams(arch:str='resnet', # 'resnet' or 'vit'
+                      overrides:dict=None, # {method: {name: value}}
+                      methods=None,        # None: every registered unlearning method
+                      kind:str='instance') -> pd.DataFrame: # or 'class': with the configs' class defaults
+    "The paper's `tab:hyperparams`: each unlearning method's configuration for `arch` and `kind`"
+    base = {f.name for f in dataclasses.fields(MethodConfig)}; rows = {}
+    for m in methods or list_methods(reference=False):
+        cfg = dataclasses.asdict(method_config(m, arch, kind, **(overrides or {}).get(m, {})))
+        rows[display_name(m)] = {'Optimizer': cfg['optimizer'].upper().replace('ADAMW', 'AdamW').replace('ADAM', 'Adam'),
+                                 'LR': f"{cfg['lr']:g}", 'Weight decay': f"{cfg['weight_decay']:g}", 'Epochs': cfg['epochs'],
+                                 'Batch': cfg['batch_size'],
+                                 'Other': ', '.join(f'{k}={v}' for k, v in cfg.items() if k not in base)}
+    return pd.DataFrame(rows).T
+
+# %% ../nbs/07_report.ipynb #930759a8
 def save_table(table:pd.DataFrame, out_dir, name:str) -> dict:
     "Write `table` as `name.md`, `name.tex` and `name.csv` under `out_dir`; returns the paths"
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = {ext: out/f'{name}.{ext}' for ext in ('md', 'tex', 'csv')}
-    paths['md'].write_text(table.to_markdown() + '\n')
-    paths['tex'].write_text(table.to_latex(escape=True))
+    paths['md'].write_text(render(table, 'md').to_markdown() + '\n')
+    paths['tex'].write_text(render(table, 'tex').to_latex(escape=False))
     table.to_csv(paths['csv'])
     return paths
 

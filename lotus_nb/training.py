@@ -4,18 +4,20 @@
 
 # %% ../nbs/03_training.ipynb #2605a6a6
 from __future__ import annotations
-import contextlib, copy, hashlib, json, logging, math, os, time
+import collections, contextlib, copy, hashlib, json, logging, math, os, time
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .data import as_split
+from .data import as_split, check_choice
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'RECIPES', 'get_device', 'set_seed', 'autocast', 'model_device', 'to_device', 'Timer', 'predict', 'accuracy_of',
-           'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'fit', 'cache_key', 'save_checkpoint',
+__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'get_device', 'set_seed', 'autocast', 'model_device',
+           'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'device_batches',
+           'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable', 'StepGraph',
+           'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'fit', 'cache_key', 'save_checkpoint',
            'load_checkpoint', 'train_cached']
 
 # %% ../nbs/03_training.ipynb #d98ee362
@@ -31,10 +33,10 @@ def set_seed(seed:int):
     import random
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
-def autocast(device) -> contextlib.AbstractContextManager:
+def autocast(device, cache:bool=True) -> contextlib.AbstractContextManager: # `cache`: autocast's weight-cast cache (off in CUDA graphs)
     "bfloat16 autocast on CUDA, nothing on the CPU"
     device = torch.device(device)
-    return torch.autocast('cuda', dtype=torch.bfloat16) if device.type == 'cuda' else contextlib.nullcontext()
+    return torch.autocast('cuda', dtype=torch.bfloat16, cache_enabled=cache) if device.type == 'cuda' else contextlib.nullcontext()
 
 def model_device(model:nn.Module) -> torch.device: return next(model.parameters()).device
 
@@ -52,44 +54,228 @@ class Timer:
     def __exit__(self, *exc): self._sync(); self.minutes = (time.perf_counter() - self.t0)/60
 
 # %% ../nbs/03_training.ipynb #0f22a4d3
+def _parse_fast(v):
+    "`True`, `False` or `'auto'` from a setting or a `$LOTUS_FAST` value"
+    if isinstance(v, bool) or v == 'auto': return v
+    s = str(v).strip().lower()
+    if s in ('', 'auto'): return 'auto'
+    if s in ('1', 'true', 'on', 'yes'): return True
+    if s in ('0', 'false', 'off', 'no'): return False
+    raise ValueError(f"fast path setting {v!r}: use True, False or 'auto' ($LOTUS_FAST: 1, 0 or auto)")
+
+FAST = dict(mode=_parse_fast(os.environ.get('LOTUS_FAST', 'auto')), # True, False, or 'auto': on for CUDA, off on the CPU
+            graphs='auto',      # CUDA graphs of graph-safe steps: True, False, 'auto' (epochs of >= `min_graph_steps` batches),
+                                # or 'emulate': the same bookkeeping with eager replays (checks it on the CPU)
+            min_graph_steps=16, # 'auto' graphs the steps of an epoch of at least this many batches
+            warmup=3)           # real eager steps before a capture (cuDNN autotuning, optimiser state)
+FAST_STATS = collections.Counter()  # steps run by each path, captures: what ran, for logs and benchmarks
+
+def set_fast(mode=True, # True, False or 'auto'
+             **options):  # other keys of `FAST`: graphs, min_graph_steps, warmup
+    "Switch the fast path on, off or to `'auto'` and set its `options`; returns the previous settings (`set_fast(**prev)` restores them)"
+    if bad := set(options) - set(FAST): raise TypeError(f"unknown fast path option(s) {sorted(bad)}; valid: {', '.join(FAST)}")
+    if 'graphs' in options: check_choice(options['graphs'], (True, False, 'auto', 'emulate'), 'graphs setting')
+    prev = dict(FAST); FAST.update(options, mode=_parse_fast(mode)); return prev
+
+@contextlib.contextmanager
+def fast_path(mode=True, **options):
+    "Context manager: `set_fast(mode, **options)` inside the block, the previous settings after it"
+    prev = set_fast(mode, **options)
+    try: yield FAST
+    finally: FAST.clear(); FAST.update(prev)
+
+def fast_enabled(device) -> bool:
+    "Whether the fast path runs for a model on `device`"
+    return FAST['mode'] if isinstance(FAST['mode'], bool) else torch.device(device).type == 'cuda'
+
+# %% ../nbs/03_training.ipynb #d548cc0b
+OPTIMIZERS = dict(sgd=torch.optim.SGD, adam=torch.optim.Adam, adamw=torch.optim.AdamW)
+
+def new_optimizer(kind:str, params, # 'sgd', 'adam' or 'adamw'; the parameters (tensors)
+                  lr:float, **kw) -> torch.optim.Optimizer: # `kw`: momentum, weight_decay, ...
+    "A `torch.optim` optimiser; on the fast path fused, and on CUDA with a device-tensor `lr` and capturable state (CUDA graphs)"
+    cls, params = OPTIMIZERS[check_choice(kind, OPTIMIZERS, 'optimizer')], list(params)
+    dev = params[0].device if params and isinstance(params[0], torch.Tensor) else None
+    if dev is None or not fast_enabled(dev): return cls(params, lr=lr, **kw)
+    kw = dict(kw, fused=True)
+    if dev.type == 'cuda':
+        lr = torch.tensor(float(lr), device=dev)
+        if kind != 'sgd': kw['capturable'] = True
+    return cls(params, lr=lr, **kw)
+
+# %% ../nbs/03_training.ipynb #84eb4eb2
+def device_batches(batches, device):
+    "`batches` moved to `device`; on CUDA each one is made on a side stream that the current stream then waits for"
+    device = torch.device(device)
+    if device.type != 'cuda':
+        for b in batches: yield [t.to(device, non_blocking=True) for t in b]
+        return
+    side, main, it = torch.cuda.Stream(device, priority=-1), torch.cuda.current_stream(device), iter(batches)
+    while True:
+        with torch.cuda.stream(side):
+            try: b = next(it)
+            except StopIteration: return
+            b = [t.to(device, non_blocking=True) for t in b]
+        main.wait_stream(side)
+        for t in b: t.record_stream(main)   # the allocator must not reuse a batch's memory before the main stream is done with it
+        yield b
+
+@contextlib.contextmanager
+def cudnn_benchmark(device, on:bool=True):
+    "cuDNN's autotuner on inside the block when `device` is CUDA and `on`"
+    if not on or torch.device(device).type != 'cuda': yield; return
+    prev = torch.backends.cudnn.benchmark; torch.backends.cudnn.benchmark = True
+    try: yield
+    finally: torch.backends.cudnn.benchmark = prev
+
+def n_batches(batches) -> int:
+    "`len(batches)`, or 0 when it has no length"
+    try: return len(batches)
+    except TypeError: return 0
+
+# %% ../nbs/03_training.ipynb #950e6d2e
 @torch.no_grad()
 def predict(model:nn.Module, split, batch_size:int=1024, progress:bool=False):
     "Logits (float32) and labels of `model` over `split`, in eval mode, on the model's device"
     was_training, dev = model.training, model_device(model)
+    fast = fast_enabled(dev); batches = as_split(split).loader(batch_size)
     model.eval(); logits, ys = [], []
     try:
-        for xb, yb, *_ in tqdm(as_split(split).loader(batch_size), disable=not progress, desc='predict', leave=False):
-            xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
-            with autocast(dev): logits.append(model(xb).float())
-            ys.append(yb)
+        with cudnn_benchmark(dev, fast):
+            for xb, yb, *_ in tqdm(device_batches(batches, dev) if fast else batches, total=n_batches(batches),
+                                   disable=not progress, desc='predict', leave=False):
+                xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
+                with autocast(dev): logits.append(model(xb).float())
+                ys.append(yb)
     finally: model.train(was_training)
     return torch.cat(logits), torch.cat(ys)
 
-def accuracy_of(model:nn.Module, split, batch_size:int=1024) -> float:
+def accuracy_of(model:nn.Module, split, batch_size:int=1024,
+                sync:bool=True): # False: a 0-dim tensor on the device, without waiting for it
     "Top-1 accuracy of `model` on `split` (eval mode)"
     logits, y = predict(model, split, batch_size)
-    return (logits.argmax(1) == y).float().mean().item()
+    acc = (logits.argmax(1) == y).float().mean()
+    return acc.item() if sync else acc
 
-# %% ../nbs/03_training.ipynb #d548cc0b
+# %% ../nbs/03_training.ipynb #ede36990
+def train_step(model:nn.Module, batch, loss_fn, opt:torch.optim.Optimizer, grad_hook=None, # see `train_epoch`
+               device=None,       # the model's device (None: looked up)
+               cache:bool=True) -> torch.Tensor: # autocast's cast cache (off inside a CUDA graph)
+    "One optimiser step on `batch` (on the device): the loss under autocast, backward, `grad_hook`, step; returns the loss"
+    with autocast(device if device is not None else model_device(model), cache): loss = loss_fn(batch)
+    opt.zero_grad(set_to_none=True); loss.backward()
+    if grad_hook is not None: grad_hook(model)
+    opt.step()
+    return loss
+
+def graphable(loss_fn, key=None, # loss functions with equal keys compute the same step (`ce_loss` of one model)
+              draws=None):       # `draws(batch) -> list` of the step's random tensors, drawn outside the graph
+    "Mark `loss_fn` as safe to capture in a CUDA graph; returns it"
+    loss_fn.graph_safe, loss_fn.graph_key, loss_fn.graph_draws = True, key, draws
+    return loss_fn
+
+def _loss_key(loss_fn): return loss_fn if getattr(loss_fn, 'graph_key', None) is None else loss_fn.graph_key
+
+# %% ../nbs/03_training.ipynb #629e30ce
+def _sig(batch) -> tuple: return tuple((tuple(t.shape), t.dtype, t.device) for t in batch)
+
+def _capturable(opt) -> bool:
+    "Whether `opt.step()` can be captured: capturable state (Adam, AdamW) or a fused step (SGD)"
+    flag = 'capturable' if 'capturable' in opt.defaults else 'fused'
+    return all(g.get(flag) for g in opt.param_groups)
+
+class StepGraph:
+    "`train_step` for batches of one shape: `warmup` eager steps, then captured as a CUDA graph and replayed from static inputs"
+    def __init__(self, model, loss_fn, grad_hook=None, warmup:int=3, emulate:bool=False):
+        self.model, self.loss_fn, self.hook, self.key, self.emulate = model, loss_fn, grad_hook, _loss_key(loss_fn), emulate
+        self.warmup, self.seen, self.sig, self.static, self.graph, self.loss, self.grads, self.failed = max(1, warmup), 0, None, None, None, None, None, False
+        self.stream = None if emulate else torch.cuda.Stream(model_device(model))
+    def matches(self, model, loss_fn, grad_hook, emulate) -> bool:
+        return self.model is model and self.hook is grad_hook and self.emulate == emulate and _loss_key(loss_fn) == self.key
+    def step(self, batch, opt, device):
+        "One step on `batch`: a warm-up step, the capture or a replay; None when the batch is not the graph's shape"
+        if self.failed: return None
+        if self.sig is None: self.sig = _sig(batch)
+        if _sig(batch) != self.sig: return None
+        if self.seen < self.warmup: self.seen += 1; FAST_STATS['warm_steps'] += 1; return self._eager(batch, opt, device)
+        inputs = list(batch) + list(self.loss_fn.graph_draws(batch) if self.loss_fn.graph_draws is not None else [])
+        if self.static is None:
+            self.static = [t.clone() for t in inputs]
+            if not self._capture(opt, device):   # run this step eagerly on the static inputs: its random draws are made
+                return train_step(self.model, self.static, self.loss_fn, opt, self.hook, device)
+        else:
+            for s, t in zip(self.static, inputs): s.copy_(t, non_blocking=True)
+        FAST_STATS['graph_steps'] += 1
+        return self._replay(opt, device)
+    def _eager(self, batch, opt, device):
+        if self.emulate: return train_step(self.model, batch, self.loss_fn, opt, self.hook, device)
+        main = torch.cuda.current_stream(device); self.stream.wait_stream(main)
+        with torch.cuda.stream(self.stream): loss = train_step(self.model, batch, self.loss_fn, opt, self.hook, device)
+        main.wait_stream(self.stream); return loss
+    def _capture(self, opt, device) -> bool:
+        if self.emulate: return True
+        params = [p for g in opt.param_groups for p in g['params']]
+        try:
+            opt.zero_grad(set_to_none=True); self.graph = torch.cuda.CUDAGraph()
+            self.stream.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.graph(self.graph, stream=self.stream):
+                self.loss = train_step(self.model, self.static, self.loss_fn, opt, self.hook, device, cache=False)
+            self.grads = [p.grad for p in params]     # the graph's gradient buffers, kept alive with it
+            FAST_STATS['captures'] += 1
+            log.info(f"fast path: training step captured as a CUDA graph (batch {tuple(self.static[0].shape)})")
+            return True
+        except Exception as e:
+            self.failed, self.graph = True, None; FAST_STATS['capture_failures'] += 1
+            log.warning(f"fast path: CUDA graph capture failed ({type(e).__name__}: {e}); this step runs eagerly")
+            opt.zero_grad(set_to_none=True); return False
+    def _replay(self, opt, device):
+        if self.emulate:
+            self.loss = train_step(self.model, self.static, self.loss_fn, opt, self.hook, device, cache=False); return self.loss
+        self.graph.replay()
+        params = [p for g in opt.param_groups for p in g['params']]
+        if params and params[0].grad is not self.grads[0]:       # an eager step in between replaced them
+            for p, g in zip(params, self.grads): p.grad = g
+        return self.loss
+
+def step_graph(model, batches, loss_fn, opt, grad_hook=None):
+    "The `StepGraph` cached on `opt` for this model, loss and hook, a new one, or None when the step is not to be graphed"
+    mode, dev = FAST['graphs'], model_device(model)
+    if mode is False or not getattr(loss_fn, 'graph_safe', False): return None
+    if grad_hook is not None and not getattr(grad_hook, 'graph_safe', False): return None
+    emulate = mode == 'emulate'
+    if not emulate and (dev.type != 'cuda' or not _capturable(opt)): return None
+    if mode == 'auto' and n_batches(batches) < FAST['min_graph_steps']: return None
+    cache = opt.__dict__.setdefault('_step_graphs', [])   # dies with the optimiser (and with it the graph's memory)
+    for g in cache:
+        if g.matches(model, loss_fn, grad_hook, emulate): return g
+    cache.append(g := StepGraph(model, loss_fn, grad_hook, FAST['warmup'], emulate)); return g
+
+# %% ../nbs/03_training.ipynb #797214ca
 def train_epoch(model:nn.Module, batches, loss_fn,  # `loss_fn(batch) -> scalar loss`
                 opt:torch.optim.Optimizer, sched=None, # optional per-step LR scheduler
                 grad_hook=None,       # `grad_hook(model)` between backward and step
-                progress:bool=False, desc:str='train') -> float:
+                progress:bool=False, desc:str='train',
+                sync:bool=True):      # False: the mean loss as a 0-dim device tensor, without waiting for it
     "One pass of `model` over `batches` in train mode; returns the mean loss"
     model.train(); dev = model_device(model); total, n = torch.zeros((), device=dev), 0
-    for batch in tqdm(batches, disable=not progress, desc=desc, leave=False):
-        batch = [b.to(dev, non_blocking=True) for b in batch]
-        with autocast(dev): loss = loss_fn(batch)
-        opt.zero_grad(set_to_none=True); loss.backward()
-        if grad_hook is not None: grad_hook(model)
-        opt.step()
-        if sched is not None: sched.step()
-        total += loss.detach().float(); n += 1
-    return (total/max(n, 1)).item()
+    fast = fast_enabled(dev)
+    graph = step_graph(model, batches, loss_fn, opt, grad_hook) if fast else None
+    with cudnn_benchmark(dev, fast):
+        for batch in tqdm(device_batches(batches, dev) if fast else batches, total=n_batches(batches),
+                          disable=not progress, desc=desc, leave=False):
+            batch = [b.to(dev, non_blocking=True) for b in batch]
+            loss = graph.step(batch, opt, dev) if graph is not None else None
+            if loss is None:
+                loss = train_step(model, batch, loss_fn, opt, grad_hook, dev)
+                FAST_STATS['eager_steps' if fast else 'plain_steps'] += 1
+            if sched is not None: sched.step()
+            total += loss.detach().float(); n += 1
+    mean = total/max(n, 1)
+    return mean.item() if sync else mean
 
 def ce_loss(model):
-    "`loss_fn` for plain cross-entropy training of `model` on `(x, y)` batches"
-    return lambda b: F.cross_entropy(model(b[0]), b[1])
+    "`loss_fn` for plain cross-entropy training of `model` on `(x, y)` batches (graph-safe)"
+    return graphable(lambda b: F.cross_entropy(model(b[0]), b[1]), key=('ce', model))
 
 # %% ../nbs/03_training.ipynb #28155bde
 @dataclass
@@ -113,19 +299,19 @@ def warmup_cosine(opt, steps_per_epoch:int, recipe:Recipe):
         return 0.5*(1 + math.cos(math.pi*(step-warm)/max(1, total-warm)))
     return torch.optim.lr_scheduler.LambdaLR(opt, f)
 
-# %% ../nbs/03_training.ipynb #b95aaf27
+# %% ../nbs/03_training.ipynb #d11564b7
 def fit(model:nn.Module, train, recipe:Recipe, # `train`: the split to train on
         val=None,           # validation split for early stopping (and the history)
         seed:int=0, progress:bool=True) -> dict:
     "Train `model` in place with `recipe`; returns the per-epoch history and the time in minutes"
     set_seed(seed); train = as_split(train)
     loader = train.loader(recipe.batch_size, train=True, seed=seed)
-    opt = torch.optim.SGD(model.parameters(), lr=recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay)
-    sched = warmup_cosine(opt, len(loader), recipe)
+    opt = new_optimizer('sgd', model.parameters(), recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay)
+    sched, loss_fn = warmup_cosine(opt, len(loader), recipe), ce_loss(model)
     hist, best, bad = [], (math.inf, None), 0
     with Timer(model_device(model)) as t:
         for epoch in tqdm(range(recipe.epochs), disable=not progress, desc='fit'):
-            row = dict(epoch=epoch, train_loss=train_epoch(model, loader, ce_loss(model), opt, sched))
+            row = dict(epoch=epoch, train_loss=train_epoch(model, loader, loss_fn, opt, sched))
             if val is not None and recipe.patience is not None:
                 logits, y = predict(model, val)
                 row['val_loss'] = F.cross_entropy(logits, y).item(); row['val_acc'] = (logits.argmax(1) == y).float().mean().item()

@@ -3,8 +3,10 @@ import json
 import pytest
 from conftest import papermill, read_rows, show
 from lotus_nb.experiment import COLUMNS
+from lotus_nb.methods import list_methods
+from lotus_nb.report import display_name
 
-METHODS = ['original', 'gold', 'finetune', 'lotus']
+METHODS = list_methods()          # the notebook's default: every registered method, references included
 SEEDS = [3407, 13, 12]
 
 @pytest.fixture(scope='module')
@@ -21,16 +23,17 @@ def test_results_csv(run_digits):
     header = (res_dir/'results.csv').read_text().splitlines()[0]
     assert header.split(',') == COLUMNS
     df = read_rows(res_dir/'results.csv')
-    assert len(df) == 12, df
+    assert len(df) == len(METHODS)*len(SEEDS), df
     assert sorted(zip(df.method, df.seed)) == sorted((m, s) for m in METHODS for s in SEEDS)
     assert not df.duplicated(['method', 'seed']).any()
     assert set(df.dataset) == {'digits'}
     assert (df.loc[df.method == 'gold', 'avg_gap'] == 0).all(), df[['method', 'seed', 'avg_gap']]
     assert df[[c for c in COLUMNS if c not in ('forget_class',)]].notna().all().all(), df
+    assert (df.loc[df.method == 'original', 'acc_forget'] >= df.loc[df.method == 'gold', 'acc_forget'].values).all()
 
 def test_tables_and_figures(run_digits):
     _, res_dir, _ = run_digits
-    for kind in ['avg_gap', 'avg_gap_supp']:
+    for kind in ['avg_gap', 'avg_gap_supp', 'hyperparams']:
         for ext in ['md', 'tex', 'csv']:
             found = list((res_dir/'tables').glob(f'*_{kind}.{ext}'))
             assert len(found) == 1, f"expected one *_{kind}.{ext} in {res_dir/'tables'}, got {found}"
@@ -45,7 +48,8 @@ def test_output_notebook(run_digits):
     nb = json.loads(out_nb.read_text())
     outputs = json.dumps([c.get('outputs', []) for c in nb['cells'] if c['cell_type'] == 'code'])
     assert 'Avg Gap' in outputs, "the tab:avg_gap table is not among the executed notebook's outputs"
-    assert 'LoTUS' in outputs
+    for m in METHODS: assert display_name(m) in outputs, f"{display_name(m)} missing from the executed notebook's tables"
+    assert '**' in outputs and '<u>' in outputs, "best in bold and second underlined"
 
 def test_rerun_resumes(run_digits):
     "A second run into the same out_dir finds every row and rewrites nothing"
@@ -57,8 +61,14 @@ def test_rerun_resumes(run_digits):
 
 def test_parameters_reach_notebook(tmp_path):
     "-p and -y values replace the `parameters` cell's defaults"
-    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-p', 'out_dir', tmp_path/'res')
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-y', 'methods: [original, gold, lotus]',
+                    '-y', 'method_overrides: {lotus: {alpha: 4.0, epochs: 3}}', '-p', 'train_epochs', '5', '-p', 'out_dir', tmp_path/'res')
     assert res.returncode == 0, show(res)
     df = read_rows(tmp_path/'res'/'results.csv')
-    assert len(df) == 4 and set(df.seed) == {5} and sorted(df.method) == sorted(METHODS), df
+    assert len(df) == 3 and set(df.seed) == {5} and sorted(df.method) == ['gold', 'lotus', 'original'], df
     assert set(df.dataset) == {'digits'}
+    rec = json.loads(next((tmp_path/'res'/'runs').glob('lotus_seed5_*.json')).read_text())
+    assert rec['config']['alpha'] == 4.0 and len(rec['trace']) == 3, rec['config']
+    hist = json.loads(next((tmp_path/'res'/'runs').glob('gold_seed5_*.json')).read_text())['history']
+    assert len(hist) == 5, "train_epochs caps the gold model's training"
+

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up of a fresh Debian x86_64 machine with Python 3.11: the Fashion-MNIST data package,
-# torch/torchvision at their pinned versions, and lotus_nb (editable) with its dev extras.
+# torch/torchvision at their pinned versions, and lotus_nb (editable) with its dev tools and every optional engine
+# (`.[dev,all]`: the tests exercise Ray, grad-cam and imagehash too).
 # Idempotent: when everything is already in place it checks and returns in a few seconds.
 set -euo pipefail
 
@@ -29,9 +30,10 @@ then
     "$PY" -m pip install -q torch==2.14.1 torchvision==0.29.1
 fi
 
-# 3. lotus_nb, editable from this checkout, with every requirement and dev requirement of settings.ini
+# 3. lotus_nb, editable from this checkout, with every requirement of settings.ini: the runtime ones,
+#    dev_requirements and each extra_requirements_<engine> (the `all` extra is their union)
 if ! (cd / && "$PY" - "$REPO" <<'PYEOF') >/dev/null 2>&1
-import configparser, importlib.metadata as m, json, pathlib, shlex, sys
+import configparser, importlib.metadata as m, json, pathlib, re, shlex, sys
 from packaging.requirements import Requirement
 repo = pathlib.Path(sys.argv[1])
 cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(repo/'settings.ini', encoding='utf-8'); cfg = cfg['DEFAULT']
@@ -39,11 +41,19 @@ d = m.distribution(cfg['lib_name'])
 url = json.loads(d.read_text('direct_url.json') or '{}')
 assert url.get('dir_info', {}).get('editable') and url.get('url') == repo.as_uri(), 'not an editable install of this checkout'
 assert d.version == cfg['version'], 'version changed'
-for r in map(Requirement, shlex.split(cfg.get('requirements', '')) + shlex.split(cfg.get('dev_requirements', ''))):
-    assert r.specifier.contains(m.version(r.name), prereleases=True), f'{r} not satisfied'
+groups = {None: 'requirements', 'dev': 'dev_requirements'} | {k[len('extra_requirements_'):]: k for k in cfg if k.startswith('extra_requirements_')}
+want = {(str(Requirement(r)), g) for g, k in groups.items() for r in shlex.split(cfg.get(k, ''))}
+want |= {(r, 'all') for r, g in want if g not in (None, 'dev')}
+for r, _ in want: r = Requirement(r); assert r.specifier.contains(m.version(r.name), prereleases=True), f'{r} not satisfied'
+# the installed metadata declares the same requirements in the same groups (settings.ini may have changed since)
+have = set()
+for x in d.requires or []:
+    r = Requirement(x); g = re.search(r'extra == "([^"]+)"', str(r.marker)) if r.marker else None
+    r.marker = None; have.add((str(r), g and g.group(1)))
+assert have == want, f'requirements changed: {have ^ want}'
 PYEOF
 then
-    echo "setup: installing lotus_nb (editable, with dev extras)"
-    "$PY" -m pip install -q -e ".[dev]"
+    echo "setup: installing lotus_nb (editable, with the dev and all extras)"
+    "$PY" -m pip install -q -e ".[dev,all]"
 fi
 echo "setup: done"

@@ -1,0 +1,277 @@
+"""Every dataset loader on a small fixture in its exact on-disk format (CIFAR's Python 2 pickles, JPEG trees, MUFAC's CSVs,
+ImageNet's folders and devkit labels, CIFAKE's file names): images and labels stay aligned through every split, the search
+order and the missing-data message, MUFAC's cleaning report, streaming from disk and resizing on the device."""
+import pickle, sys
+from pathlib import Path
+import numpy as np, pytest, torch
+from PIL import Image
+from fixtures import *
+import lotus_nb.data as D
+from lotus_nb.data import load_dataset, dataset_splits, device_splits, unseen_split, make_splits, dataset_defaults
+
+@pytest.fixture(autouse=True)
+def only_test_folders(tmp_path_factory, monkeypatch):
+    "Loaders search only the test's folders: $LOTUS_DATA, the cache and Debian's Fashion-MNIST folder point to an empty one"
+    empty = tmp_path_factory.mktemp('empty')
+    monkeypatch.setenv('LOTUS_DATA', str(empty)); monkeypatch.setenv('XDG_CACHE_HOME', str(empty))
+    monkeypatch.setattr(D, 'DEFAULT_FMNIST_DIRS', (str(empty),))
+    return empty
+
+def labels_in(split, mean, std, train=False, batch_size=7):
+    "(labels read from the pixels, labels served) over one pass of `split`'s loader"
+    read, served = [], []
+    for xb, yb in split.loader(batch_size, train=train, seed=1):
+        read.append(label_of(unnormalize(xb, mean, std)).cpu()); served.append(yb.cpu())
+    empty = torch.zeros(0, dtype=torch.long)
+    return torch.cat(read or [empty]), torch.cat(served or [empty])
+
+def check_aligned(data, splits, train=False):
+    "Every split of `data` serves each image with its own label, and serves each sample once"
+    for name, split in device_splits(data, splits).items():
+        read, served = labels_in(split, data.mean, data.std)
+        assert torch.equal(read, served), name
+        assert len(served) == len(split) and torch.equal(served, split.labels.cpu()), name
+        if train:                                  # shuffled and augmented: still aligned
+            read, served = labels_in(split, data.mean, data.std, train=True)
+            assert torch.equal(read, served), f'{name} (train)'
+            assert torch.equal(served.sort().values, split.labels.cpu().sort().values), f'{name} (train)'
+
+# CIFAR
+
+def test_cifar10_pickles(tmp_path):
+    write_cifar10(tmp_path, per_class=3, test_per_class=4)
+    raw = (tmp_path/'cifar-10-batches-py'/'data_batch_2').read_bytes()
+    with pytest.raises(UnicodeDecodeError): pickle.loads(raw)          # Python 2 pickles: a plain load fails, as on the real files
+    d = load_dataset('cifar10', root=tmp_path, download=False)
+    assert (len(d.y_train), len(d.y_heldout), d.num_classes, d.in_memory) == (30, 40, 10, True)
+    assert d.x_train.dtype == torch.uint8 and d.x_train.shape[1:] == (3, 32, 32)
+    assert d.classes == ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
+    assert (d.mean, d.std, d.augment) == (D.CIFAR_MEAN, D.CIFAR_STD, 'crop_flip')
+    assert torch.equal(label_of(d.x_train), d.y_train) and torch.equal(label_of(d.x_heldout), d.y_heldout)
+    sp = dataset_splits(d, 0.34, seed=3407)
+    assert len(sp.forget) == 10 and np.bincount(d.y_train[sp.forget]).tolist() == [1]*10
+    assert not np.array_equal(sp.forget, dataset_splits(d, 0.34, seed=13).forget)
+    check_aligned(d, sp, train=True)
+
+def test_cifar100_fine_labels(tmp_path):
+    write_cifar100(tmp_path, per_class=2, test_per_class=2)
+    d = load_dataset('cifar100', root=tmp_path/'cifar-100-python', download=False)   # the dataset's own folder works too
+    assert (len(d.y_train), len(d.y_heldout), d.num_classes, d.classes[42]) == (200, 200, 100, 'class42')
+    assert torch.equal(label_of(d.x_train), d.y_train) and d.y_train.max() == 99     # fine, not coarse, labels
+    check_aligned(d, dataset_splits(d, forget_class=7, seed=0))
+
+def test_cifar_incomplete(tmp_path):
+    write_cifar10(tmp_path, per_class=1, test_per_class=1)
+    (tmp_path/'cifar-10-batches-py'/'data_batch_3').unlink()
+    with pytest.raises(FileNotFoundError, match='data_batch_3 missing'): load_dataset('cifar10', root=tmp_path, download=False)
+
+def test_cifar_download_goes_to_the_first_place(tmp_path, monkeypatch):
+    "With no data anywhere, torchvision's download is asked to fill the first folder searched"
+    import torchvision
+    calls = []
+    def fake_cifar10(root, train=True, download=False):
+        calls.append((root, download)); write_cifar10(root, per_class=1, test_per_class=1)
+    monkeypatch.setattr(torchvision.datasets, 'CIFAR10', fake_cifar10)
+    d = load_dataset('cifar10', root=tmp_path)
+    assert calls == [(str(tmp_path), True)] and len(d.y_train) == 10
+
+# TinyImageNet
+
+def test_tinyimagenet_tree(tmp_path):
+    write_tinyimagenet(tmp_path, n_classes=5, per_class=6, n_val=23)
+    base = tmp_path/'tiny-imagenet-200'
+    modes = {Image.open(p).mode for p in base.rglob('*.JPEG')}
+    assert modes == {'L', 'RGB'}                                     # greyscale images are mixed in, as in the real set
+    d = load_dataset('tinyimagenet', root=tmp_path, download=False)
+    assert (len(d.y_train), len(d.y_heldout), d.x_train.shape[1:], d.in_memory) == (30, 23, (3, 64, 64), True)
+    assert d.classes == [f'class {c}' for c in range(5)]             # line order of wnids.txt, first name of words.txt
+    assert torch.equal(label_of(d.x_train), d.y_train) and torch.equal(label_of(d.x_heldout), d.y_heldout)
+    assert (d.augment, d.mean) == ('flip', tuple(v/255 for v in (122.4786, 114.2755, 101.3963)))
+    # the fixture catches the authors' misalignment: annotation order paired with the file listing mislabels images
+    ann = [l.split('\t')[1] for l in (base/'val'/'val_annotations.txt').read_text().splitlines()]
+    wnids = (base/'wnids.txt').read_text().split()
+    listed = sorted((base/'val'/'images').glob('*.JPEG'))
+    naive = torch.tensor([wnids.index(w) for w in ann])
+    truth = label_of(torch.stack([D.read_image(p, 64) for p in listed]))
+    assert not torch.equal(naive, truth)
+    check_aligned(d, dataset_splits(d, 0.5, seed=12), train=True)
+    check_aligned(d, dataset_splits(d, forget_class=2, seed=12))
+
+def test_tinyimagenet_streams_the_same_images(tmp_path):
+    write_tinyimagenet(tmp_path, n_classes=3, per_class=4, n_val=11)
+    mem = load_dataset('tinyimagenet', root=tmp_path, download=False)
+    disk = load_dataset('tinyimagenet', root=tmp_path, download=False, in_memory=False)
+    assert not disk.in_memory and torch.equal(disk.y_train, mem.y_train)
+    sp = dataset_splits(mem, 0.5, seed=3407)
+    for name, split in device_splits(disk, sp).items():
+        (xf, yf), = list(split.loader(64)); (xm, ym), = list(device_splits(mem, sp)[name].loader(64))
+        assert torch.equal(yf, ym) and torch.allclose(xf, xm), name
+    check_aligned(disk, sp)
+
+def test_tinyimagenet_in_memory_when_it_fits(tmp_path, monkeypatch):
+    write_tinyimagenet(tmp_path, n_classes=2, per_class=2, n_val=3)
+    monkeypatch.setattr(D, 'available_memory', lambda: 10_000)       # 10 kB: the 7 x 12 kB images do not fit
+    assert not load_dataset('tinyimagenet', root=tmp_path, download=False).in_memory
+    monkeypatch.setattr(D, 'available_memory', lambda: 10**9)
+    assert load_dataset('tinyimagenet', root=tmp_path, download=False).in_memory
+
+def test_tinyimagenet_missing_val_image(tmp_path):
+    write_tinyimagenet(tmp_path, n_classes=2, per_class=2, n_val=4)
+    (tmp_path/'tiny-imagenet-200'/'val'/'images'/'val_3.JPEG').unlink()
+    with pytest.raises(FileNotFoundError, match='val_3.JPEG'): load_dataset('tinyimagenet', root=tmp_path, download=False)
+
+# MUFAC
+
+def test_mufac_cleaning(tmp_path):
+    pytest.importorskip('imagehash', reason='MUFAC needs the mufac extra')   # listed in the dev requirements, so CI runs it
+    info = write_mufac(tmp_path, n_train=24, n_val=10, n_test=10, forget_rows=8)
+    d = load_dataset('mufac', root=tmp_path, forget_rows=info['forget_rows'])
+    rep = d.notes['cleaning']
+    assert rep.before == dict(forget=8, retain=16, val=10, test=10) and rep.after == info['sizes']
+    removed = {r: sorted(g.image_path) for r, g in rep.removed.assign(r=rep.removed.split + ' ' + rep.removed.reason).groupby('r')}
+    expect = {'forget in retain': info['planted']['forget in retain'], 'forget duplicate': info['planted']['forget duplicate'],
+              'retain duplicate': info['planted']['retain duplicate'], 'val in test': info['planted']['val in test'],
+              'val duplicate': info['planted']['val duplicate'], 'test in train': info['planted']['test in train'],
+              'test duplicate': info['planted']['test duplicate']}
+    assert removed == {k: v for k, v in expect.items()}
+    assert 'removed 7 images' in repr(rep) and rep.summary().sum() == 7
+    assert d.classes[3] == '20-30 years' and not d.in_memory and d.augment == 'mufac'
+    # the forget set is the cleaned first `forget_rows` rows of the training CSV, in CSV order
+    import pandas as pd
+    csv = pd.read_csv(tmp_path/D.MUFAC_DIR/'custom_train_dataset.csv')
+    gone = set(rep.removed.image_path)
+    first = [p for p in csv.image_path[:8] if p not in gone]
+    sp = dataset_splits(d, seed=3407)
+    assert [Path(p).name for p in d.x_train.paths[sp.forget]] == first
+    assert np.array_equal(sp.forget, dataset_splits(d, seed=13).forget) and np.array_equal(sp.test, dataset_splits(d, seed=13).test)
+    assert (len(sp.forget), len(sp.retain), len(sp.val), len(sp.test)) == tuple(info['sizes'].values())
+    with pytest.raises(ValueError, match='class unlearning'): dataset_splits(d, forget_class=1)
+    check_aligned(d, sp)
+    xb, yb = next(iter(device_splits(d, sp)['retain'].loader(6, train=True)))           # flip + affine + jitter on the device
+    assert xb.shape == (6, 3, 128, 128) and xb.min() >= 0 and xb.max() <= 1
+
+def test_mufac_workers_serve_the_same_batches(tmp_path):
+    pytest.importorskip('imagehash')
+    info = write_mufac(tmp_path)
+    d = load_dataset('mufac', root=tmp_path, forget_rows=info['forget_rows'])
+    sp = dataset_splits(d, seed=0)
+    one = [b for b in device_splits(d, sp, num_workers=0)['retain'].loader(4, train=True, seed=5)]
+    two = [b for b in device_splits(d, sp, num_workers=2)['retain'].loader(4, train=True, seed=5)]
+    assert all(torch.equal(a[1], b[1]) and torch.equal(a[0], b[0]) for a, b in zip(one, two)) and len(one) == len(two)
+
+def test_mufac_needs_imagehash(tmp_path, monkeypatch):
+    write_mufac(tmp_path, n_train=16, n_val=10, n_test=10, forget_rows=6)
+    monkeypatch.setitem(sys.modules, 'imagehash', None)               # as if the extra were not installed
+    with pytest.raises(ImportError, match=r'lotus_nb\[mufac\]'): load_dataset('mufac', root=tmp_path, forget_rows=6)
+
+def test_mufac_bad_age_class(tmp_path):
+    write_mufac(tmp_path, n_train=16, n_val=10, n_test=10, forget_rows=6)
+    csv = tmp_path/D.MUFAC_DIR/'custom_val_dataset.csv'
+    csv.write_text(csv.read_text().replace(',a,', ',z,', 1))
+    with pytest.raises(ValueError, match="unknown age classes"): D.read_mufac_csv(tmp_path/D.MUFAC_DIR, 'val')
+
+# ImageNet
+
+@pytest.mark.parametrize('val_layout', ['folders', 'flat'])
+def test_imagenet_selection(tmp_path, val_layout):
+    write_imagenet(tmp_path, n_classes=3, per_class=53, val_per_class=11, val_layout=val_layout)
+    d = load_dataset('imagenet', root=tmp_path)
+    assert (len(d.y_train), len(d.y_heldout), d.classes, d.in_memory) == (150, 33, ['class 0', 'class 1', 'class 2'], False)
+    sp = dataset_splits(d, seed=3407)
+    assert (len(sp.forget), len(sp.retain), len(sp.val), len(sp.test)) == (15, 135, 15, 15)
+    for c, w in enumerate(sorted(p.name for p in (tmp_path/'imagenet'/'train').iterdir())):
+        files = sorted(p.name for p in (tmp_path/'imagenet'/'train'/w).iterdir())
+        mine = lambda idx: [Path(p).name for p in d.x_train.paths[idx] if Path(p).parent.name == w]
+        assert mine(sp.forget) == files[:5] and mine(sp.retain) == files[5:50]   # first 5 forget, next 45 retain
+    assert np.bincount(d.y_heldout[sp.val]).tolist() == [5]*3 and np.intersect1d(sp.val, sp.test).size == 0
+    assert not np.array_equal(sp.val, dataset_splits(d, seed=13).val) and np.array_equal(sp.forget, dataset_splits(d, seed=13).forget)
+    assert torch.equal(label_of(torch.stack([d.x_heldout[i] for i in range(33)])), d.y_heldout)
+    ds = device_splits(d, sp)
+    for name in ('forget', 'val', 'test'):
+        read, served = labels_in(ds[name], D.IMAGENET_MEAN, D.IMAGENET_STD, batch_size=16)
+        assert torch.equal(read, served), name
+    xb, _ = next(iter(ds['forget'].loader(2)))
+    assert xb.shape == (2, 3, 224, 224)
+    assert dataset_defaults('imagenet').model == 'vit_b_16_imagenet' and not dataset_defaults('imagenet').gold
+
+def test_imagenet_train_size_keeps_the_rule(tmp_path):
+    write_imagenet(tmp_path, n_classes=2, per_class=50, val_per_class=10)
+    d = load_dataset('imagenet', root=tmp_path, train_size=40)
+    sp = dataset_splits(d, seed=0)
+    assert len(sp.forget) + len(sp.retain) == 40 and 0 < len(sp.forget) < 10
+    firsts = {n for w in (tmp_path/'imagenet'/'train').iterdir() for n in sorted(p.name for p in w.iterdir())[:5]}
+    assert {Path(p).name for p in d.x_train.paths[sp.forget]} <= firsts
+    assert not {Path(p).name for p in d.x_train.paths[sp.retain]} & firsts
+
+def test_imagenet_too_few_images(tmp_path):
+    write_imagenet(tmp_path, n_classes=2, per_class=30, val_per_class=2)
+    with pytest.raises(ValueError, match='needs 50 per class'): load_dataset('imagenet', root=tmp_path)
+
+# CIFAKE
+
+def test_cifake_unseen_set(tmp_path):
+    write_cifake(tmp_path, per_class=4)
+    names = sorted(p.name for p in (tmp_path/'cifake'/'test'/'FAKE').iterdir())
+    assert '1000.jpg' in names and '1001 (1).jpg' in names and '1003 (10).jpg' in names
+    d = load_dataset('cifake', root=tmp_path)
+    assert (len(d.y_train), len(d.y_heldout), d.classes[9], d.mean) == (0, 40, 'truck', D.CIFAR_MEAN)
+    assert np.bincount(d.y_heldout).tolist() == [4]*10                 # test/REAL ignored
+    assert torch.equal(label_of(d.x_heldout), d.y_heldout)
+    read, served = labels_in(unseen_split(d), d.mean, d.std)
+    assert torch.equal(read, served) and len(served) == 40
+    assert dataset_defaults('cifake').unseen_for == 'cifar10'
+    with pytest.raises(ValueError, match='unseen set only'): dataset_splits(d)
+
+def test_cifake_regrouped_folders(tmp_path):
+    "The authors' regrouped cifake_classes/0..9 layout gives the same labels"
+    write_cifake(tmp_path/'raw', per_class=2)
+    for p in (tmp_path/'raw'/'cifake'/'test'/'FAKE').iterdir():
+        dst = tmp_path/'cifake_classes'/str(D.cifake_label(p.name))/p.name; dst.parent.mkdir(parents=True, exist_ok=True); dst.write_bytes(p.read_bytes())
+    a, b = load_dataset('cifake', root=tmp_path/'raw'), load_dataset('cifake', root=tmp_path)
+    assert torch.equal(a.y_heldout.sort().values, b.y_heldout.sort().values) and torch.equal(label_of(b.x_heldout), b.y_heldout)
+
+# where data is looked for
+
+def test_search_order(tmp_path, monkeypatch):
+    "`root` first, then $LOTUS_DATA, then the cache"
+    for place, n in (('root', 1), ('env', 2), ('xdg/lotus_nb/data', 3)): write_cifar10(tmp_path/place, per_class=n, test_per_class=1)
+    monkeypatch.setenv('LOTUS_DATA', str(tmp_path/'env')); monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path/'xdg'))
+    assert len(load_dataset('cifar10', root=tmp_path/'root', download=False).y_train) == 10
+    assert len(load_dataset('cifar10', download=False).y_train) == 20
+    monkeypatch.delenv('LOTUS_DATA')
+    assert len(load_dataset('cifar10', download=False).y_train) == 30
+
+@pytest.mark.parametrize('name,hint', [('cifar10', 'cifar-10-python.tar.gz'), ('cifar100', 'cifar-100-python.tar.gz'),
+    ('tinyimagenet', 'http://cs231n.stanford.edu/tiny-imagenet-200.zip'), ('mufac', 'custom_korean_family_dataset_resolution_128.zip'),
+    ('imagenet', 'image-net.org'), ('cifake', 'kaggle.com'), ('fashionmnist', 'apt-get install dataset-fashion-mnist')])
+def test_missing_data_message(tmp_path, only_test_folders, name, hint):
+    "One message, before any work, naming every place searched and how to get the data"
+    with pytest.raises(FileNotFoundError) as e: load_dataset(name, root=tmp_path, download=False)
+    msg = str(e.value)
+    assert hint in msg and str(tmp_path) in msg and str(only_test_folders/'lotus_nb'/'data') in msg, msg
+    assert msg.count(str(only_test_folders)) >= 2, msg       # $LOTUS_DATA and the cache are both named
+
+def test_failed_download_is_reported(tmp_path, monkeypatch):
+    def no_network(folder): raise OSError('Name or service not known')
+    monkeypatch.setattr(D, '_tiny_download', no_network)
+    with pytest.raises(FileNotFoundError, match=f'download into {tmp_path} failed: OSError: Name or service not known'):
+        load_dataset('tinyimagenet', root=tmp_path)
+
+# batches for a model with a larger input
+
+def test_resize_on_the_device(tmp_path):
+    "ViT-B/16 sees 224 px batches of 32 px CIFAR images, resized batch by batch; the dataset stays at 32 px"
+    write_cifar10(tmp_path, per_class=2, test_per_class=1)
+    d = load_dataset('cifar10', root=tmp_path, download=False)
+    ds = device_splits(d, make_splits(d.y_train, d.y_heldout, 0.5, seed=0), size=224)
+    xb, yb = next(iter(ds['retain'].loader(4, train=True)))
+    assert xb.shape == (4, 3, 224, 224) and d.x_train.shape[-1] == 32 and ds['retain'].x.shape[-1] == 32
+    read, served = labels_in(ds['forget'], d.mean, d.std)
+    assert torch.equal(read, served)
+
+def test_defaults_of_the_paper_datasets():
+    want = dict(cifar10=('resnet18', 32, 'crop_flip'), cifar100=('resnet18', 32, 'crop_flip'), tinyimagenet=('resnet18', 64, 'flip'),
+                mufac=('resnet18', 128, 'mufac'), imagenet=('vit_b_16_imagenet', 224, 'none'),
+                digits=('resnet18_small', 8, 'crop'), fashionmnist=('resnet18_small', 28, 'crop_flip'))
+    assert {n: (dataset_defaults(n).model, dataset_defaults(n).img_size, dataset_defaults(n).augment) for n in want} == want
+    assert all(dataset_defaults(n).seeds == (3407, 13, 12) for n in D.DATASETS)

@@ -1,0 +1,150 @@
+"The fast path (fused optimisers, no host sync, CUDA graphs) trains to the same weights as the plain path, and its switch turns it off"
+import contextlib, os, subprocess, sys
+import numpy as np, pytest, torch
+from conftest import ROOT
+from lotus_nb.training import (FAST, FAST_STATS, fast_path, fast_enabled, train_epoch, ce_loss, new_optimizer, accuracy_of,
+                               fit, Recipe, set_seed, to_device)
+from lotus_nb.methods import demo_task, unlearn, make_optimizer, method_config, UnlearnTask
+from lotus_nb.models import create_model
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
+
+@pytest.fixture(scope='module')
+def demo():
+    "A small trained f_orig on digits, its splits and its task (CPU)"
+    return demo_task('digits', epochs=5)
+
+def flat(model) -> torch.Tensor: return torch.cat([v.detach().flatten().float().cpu() for v in model.state_dict().values()])
+
+def run(name, f_orig, task, mode, **fast):
+    FAST_STATS.clear()
+    with fast_path(mode, **fast): res = unlearn(name, f_orig, task, progress=False, epochs=2)
+    return res, dict(FAST_STATS)
+
+@contextlib.contextmanager
+def no_host_sync():
+    "Any tensor-to-Python conversion (a host sync on a GPU) inside the block raises"
+    def boom(*a, **k): raise AssertionError("host sync inside the loop")
+    names = ('item', 'tolist', '__float__', '__int__', '__bool__')
+    saved = {n: getattr(torch.Tensor, n) for n in names}
+    try:
+        for n in names: setattr(torch.Tensor, n, boom)
+        yield
+    finally:
+        for n, f in saved.items(): setattr(torch.Tensor, n, f)
+
+def test_switch(demo):
+    "The default is off on the CPU; the switch turns fused optimisers and the fast loop on and off; $LOTUS_FAST sets it per process"
+    f_orig, ts, task = demo
+    assert FAST['mode'] == 'auto' and not fast_enabled('cpu') and fast_enabled('cuda')
+    cfg = method_config('finetune')
+    with fast_path(False): assert not make_optimizer(f_orig.parameters(), cfg).defaults['fused']
+    with fast_path(True): assert make_optimizer(f_orig.parameters(), cfg).defaults['fused']
+    _, off = run('finetune', f_orig, task, False)
+    _, on = run('finetune', f_orig, task, True)
+    assert off['plain_steps'] > 0 and not off.get('eager_steps') and not off.get('graph_steps')
+    assert on['eager_steps'] + on.get('graph_steps', 0) + on.get('warm_steps', 0) == off['plain_steps'] and not on.get('plain_steps')
+    code = "from lotus_nb.training import FAST; print(FAST['mode'])"
+    out = {v: subprocess.run([sys.executable, '-c', code], cwd=ROOT, env={**os.environ, 'LOTUS_FAST': v}, capture_output=True,
+                             text=True, check=True).stdout.strip() for v in ('0', '1', 'auto')}
+    assert out == {'0': 'False', '1': 'True', 'auto': 'auto'}, out
+
+@pytest.mark.parametrize('graphs', [False, 'emulate'])
+@pytest.mark.parametrize('name', ['finetune', 'lotus'])
+def test_fast_matches_plain_cpu(demo, name, graphs):
+    "Finetuning and LoTUS from the same seed: the same weights (float precision) and the same LoTUS trace, with or without graph bookkeeping"
+    f_orig, ts, task = demo
+    plain, _ = run(name, f_orig, task, False)
+    fast, stats = run(name, f_orig, task, True, graphs=graphs, warmup=1, min_graph_steps=1)
+    if graphs: assert stats['graph_steps'] > 0, stats
+    w0, wp, wf = flat(f_orig), flat(plain.model), flat(fast.model)
+    assert (wp - w0).abs().max() > 1e-3, "the method changed the model"
+    torch.testing.assert_close(wf, wp, rtol=1e-4, atol=1e-4)
+    for a, b in zip(plain.record.get('trace', []), fast.record.get('trace', []), strict=True):
+        assert a.keys() == b.keys()
+        np.testing.assert_allclose(list(b.values()), list(a.values()), rtol=1e-5, atol=1e-6)
+
+def test_emulated_graph_is_the_eager_fast_path(demo):
+    "Replaying from static buffers (emulated on the CPU) gives exactly the eager fast path's weights, Gumbel noise included"
+    f_orig, ts, task = demo
+    eager, _ = run('lotus', f_orig, task, True, graphs=False)
+    emu, stats = run('lotus', f_orig, task, True, graphs='emulate', warmup=1, min_graph_steps=1)
+    assert stats['graph_steps'] > 0 and stats['eager_steps'] > 0, stats   # replays, and the partial batches eagerly
+    assert torch.equal(flat(emu.model), flat(eager.model))
+
+def test_no_host_sync_in_the_loop(demo):
+    "On the fast path an epoch, an accuracy and tau_d stay on the device: no tensor is read by the host inside them"
+    f_orig, ts, task = demo
+    with fast_path(True):
+        m = create_model('resnet18_tiny', 10, in_chans=1)
+        opt, loader, loss_fn = new_optimizer('adamw', m.parameters(), 1e-3), ts['retain'].loader(128, train=True), ce_loss(m)
+        train_epoch(m, loader, loss_fn, opt)                        # first epoch: optimiser state
+        with no_host_sync():
+            loss = train_epoch(m, loader, loss_fn, opt, sync=False)
+            acc = accuracy_of(m, ts['forget'], sync=False)
+        assert torch.is_tensor(loss) and torch.is_tensor(acc)
+        import lotus_nb.lotus as L
+        real_epoch, real_acc, calls = L.train_epoch, L.accuracy_of, []
+        def epoch(*a, **k):
+            with no_host_sync(): calls.append(k.get('sync')); return real_epoch(*a, **k)
+        def acc_of(*a, **k):
+            if k.get('sync', True): return real_acc(*a, **k)      # Acc(f_orig, D_u), once, before the loop
+            with no_host_sync(): return real_acc(*a, **k)
+        L.train_epoch, L.accuracy_of = epoch, acc_of
+        try: unlearn('lotus', f_orig, task, progress=False, epochs=2)
+        finally: L.train_epoch, L.accuracy_of = real_epoch, real_acc
+    assert calls == [False, False]
+    with pytest.raises(AssertionError, match='host sync'):         # the check can fail: the plain path does read the loss
+        with fast_path(False), no_host_sync(): train_epoch(m, loader, loss_fn, opt)
+
+# ---- on a GPU (skipped without one) --------------------------------------------------------------------------
+
+def cuda_task(n=2400, classes=10, seed=0):
+    "Synthetic CIFAR-shaped data on the GPU, a random-init resnet18_small, and its LoTUS task"
+    from lotus_nb.data import ImageData, make_splits, tensor_splits
+    g = torch.Generator().manual_seed(seed)
+    x, y = torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n,), generator=g)
+    xh, yh = torch.randint(0, 256, (n//4, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n//4,), generator=g)
+    d = ImageData('synthetic', x, y, xh, yh, [str(c) for c in range(classes)])
+    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=seed), 'cuda')
+    set_seed(seed); m = to_device(create_model('resnet18_small', classes), 'cuda').eval()
+    return m, ts, UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=seed, num_classes=classes)
+
+def rel_diff(fast, plain, start) -> float:
+    "How far the fast run's weights are from the plain run's, relative to how far training moved them"
+    return ((flat(fast) - flat(plain)).norm()/(flat(plain) - flat(start)).norm()).item()
+
+@cuda
+@pytest.mark.parametrize('name', ['finetune', 'lotus'])
+def test_gpu_fast_matches_plain(name):
+    "On a GPU, with the step captured as a CUDA graph: the same training to bf16 precision, and the graph did run"
+    m, ts, task = cuda_task()
+    plain, _ = run(name, m, task, False)
+    fast, stats = run(name, m, task, True, graphs=True)
+    assert stats.get('captures') == 1 and stats['graph_steps'] > 0 and not stats.get('capture_failures'), stats
+    assert rel_diff(fast.model, plain.model, m) < 0.05
+    for a, b in zip(plain.record.get('trace', []), fast.record.get('trace', []), strict=True):
+        assert abs(a['acc_forget'] - b['acc_forget']) < 0.02 and abs(a['loss'] - b['loss']) < 0.02*abs(a['loss'])
+
+@cuda
+def test_gpu_graph_is_the_emulated_replay():
+    "A replayed CUDA graph computes what the same steps run eagerly from the static buffers compute"
+    m, ts, task = cuda_task()
+    emu, _ = run('lotus', m, task, True, graphs='emulate')
+    graph, stats = run('lotus', m, task, True, graphs=True)
+    assert stats.get('captures') == 1, stats
+    assert rel_diff(graph.model, emu.model, m) < 1e-3
+
+@cuda
+def test_gpu_fit_with_schedule():
+    "The recipe (fused SGD, a scheduler writing a device-tensor learning rate read by the graph) matches the plain recipe"
+    m, ts, task = cuda_task()
+    rec = Recipe(epochs=3, batch_size=128, lr=0.05, warmup=1, patience=None)
+    out = {}
+    for mode in (False, True):
+        FAST_STATS.clear()
+        with fast_path(mode, graphs=True):
+            mm = create_model('resnet18_small', 10); mm.load_state_dict(m.state_dict()); mm = to_device(mm, 'cuda')
+            fit(mm, ts['retain'], rec, seed=0, progress=False); out[mode] = (mm, dict(FAST_STATS))
+    assert out[True][1].get('captures') == 1, out[True][1]
+    assert rel_diff(out[True][0], out[False][0], m) < 0.05

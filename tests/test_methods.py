@@ -1,0 +1,41 @@
+"Every registered method, on tiny data: the original is left untouched, the result is a new model in eval mode, no batch of size 1"
+import dataclasses
+import pytest, torch
+from lotus_nb.methods import METHODS, load_methods, list_methods, method_config, unlearn, demo_task
+from lotus_nb.training import Recipe
+
+EXPECTED = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir',
+            'salun', 'lotus', 'lotus_salun']
+
+@pytest.fixture(scope='module')
+def setup():
+    torch.set_num_threads(1)
+    return demo_task('digits', 'resnet18_tiny', epochs=2)
+
+def test_registry_is_complete():
+    "Every method of the paper is registered, in the paper's column order, references first"
+    assert list_methods() == EXPECTED
+
+def quick(name):
+    "The method's config for a one-epoch run (references: a one-epoch recipe)"
+    fields = {f.name for f in dataclasses.fields(load_methods()[name].config)}
+    return method_config(name, **({'epochs': 1} if 'epochs' in fields else {'recipe': Recipe(epochs=1, warmup=1, patience=None)}))
+
+@pytest.mark.parametrize('name', EXPECTED)
+def test_method_contract(setup, name):
+    f_orig, _, task = setup
+    f_orig.train()                                     # a model handed over in train mode must come back in it, untouched
+    before = {k: v.clone() for k, v in f_orig.state_dict().items()}
+    sizes = []
+    hook = f_orig.register_forward_pre_hook(lambda m, args: sizes.append(args[0].shape[0]))   # copies inherit the hook
+    try: res = unlearn(name, f_orig, task, quick(name), progress=False)
+    finally: hook.remove()
+    after = f_orig.state_dict()
+    changed = [k for k, v in before.items() if not torch.equal(v, after[k])]
+    assert not changed, f"{name} modified the original model: {changed[:5]}"
+    assert f_orig.training, f"{name} changed the original's mode"
+    assert res.model is not f_orig, f"{name} returned the original object itself"
+    assert not res.model.training, f"{name} returned a model in train mode"
+    assert res.record['time_min'] > 0
+    assert sizes or name == 'original', f"{name} ran no forward pass"
+    assert not sizes or min(sizes) > 1, f"{name} ran a forward pass on a batch of size {min(sizes)}"
