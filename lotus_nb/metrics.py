@@ -47,7 +47,8 @@ def mia_loss_cv(loss_forget, loss_test, # per-sample cross-entropy losses on D_f
     cpu = lambda t: torch.as_tensor(t).double().cpu().numpy().ravel()
     f, t = equal_counts(cpu(loss_forget), cpu(loss_test), seed)
     X, y = np.r_[t, f].reshape(-1, 1), np.r_[np.zeros(len(t)), np.ones(len(f))]
-    cv = StratifiedShuffleSplit(n_splits=n_splits, random_state=seed)
+    if min(len(f), len(t)) < 2: return float('nan')     # too few samples to cross-validate
+    cv = StratifiedShuffleSplit(n_splits=n_splits, test_size=max(0.1, 2/len(y)), random_state=seed)  # >= 1 test sample per class
     return float(np.mean([LogisticRegression().fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in cv.split(X, y)]))
 
 # %% ../nbs/06_metrics.ipynb #5e7b529a

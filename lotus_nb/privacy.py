@@ -270,7 +270,8 @@ def table_privacy(results:pd.DataFrame, ulira:pd.DataFrame=None, digits:int=4) -
 # %% ../nbs/21_privacy.ipynb #232d8864
 def privacy_verdict(mean:pd.DataFrame, # per-method means, columns `PRIVACY_ROWS` labels (`privacy_means`)
                     focus:str='lotus', # the method whose ranks are reported
-                    margin:float=0.05) -> str: # AUC above Gold's by more than this: U-LiRA still finds the forget set
+                    margin:float=0.05, # AUC above Gold's by more than this: U-LiRA still finds the forget set
+                    acc_test:pd.Series=None) -> str: # per-method mean test accuracy: flags privacy bought with utility
     "A paragraph, read off the numbers, on what the attacks agree and disagree about"
     from scipy.stats import spearmanr
     ranks = attack_ranks(mean)
@@ -299,6 +300,10 @@ def privacy_verdict(mean:pd.DataFrame, # per-method means, columns `PRIVACY_ROWS
         if exposed: out.append("Population attacks place " + ", ".join(display_name(m) for m in exposed) + " among the closest to Gold, "
                                "yet U-LiRA still separates their forgotten examples from unseen ones (AUC " +
                                ", ".join(f"{mean.loc[m, 'U-LiRA AUC']:.3f}" for m in exposed) + "): forgetting overstated.")
+    if acc_test is not None and 'gold' in acc_test:
+        broken = [m for m in ranks.index if m in acc_test and acc_test[m] < acc_test['gold'] - margin]
+        if broken: out.append("Privacy bought with utility: " + ", ".join(f"{display_name(m)} tests at {acc_test[m]:.3f}" for m in broken) +
+                              f", against Gold's {acc_test['gold']:.3f}.")
     return ' '.join(out)
 
 # %% ../nbs/21_privacy.ipynb #425bd4f8
@@ -307,9 +312,11 @@ def plot_roc(curves:dict,   # method -> `roc(...)` dict (fpr, tpr, auc), e.g. `U
     "ROC curves of several methods on log-log axes, with the chance diagonal; returns the figure"
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     lo = min([c['fpr'][c['fpr'] > 0].min() for c in curves.values() if (c['fpr'] > 0).any()] + [1e-3])
-    for m in ordered_methods(curves):
+    colors = plt.get_cmap('tab10' if len(curves) <= 10 else 'tab20').colors
+    for i, m in enumerate(ordered_methods(curves)):
         c = curves[m]
-        ax.plot(c['fpr'], c['tpr'], ls='--' if is_reference(m) else '-', label=f"{display_name(m)} (AUC {c['auc']:.3f})")
+        ax.plot(c['fpr'], c['tpr'], ls='--' if is_reference(m) else '-', lw=2.2 if m == 'lotus' else 1.4, color=colors[i % len(colors)],
+                label=f"{display_name(m)} (AUC {c['auc']:.3f})")
     ax.plot([lo, 1], [lo, 1], color='k', lw=0.8, ls=':', label='chance')
     ax.set(xscale='log', yscale='log', xlim=(lo, 1), ylim=(lo, 1.02), xlabel='false-positive rate', ylabel='true-positive rate', title=title)
     ax.legend(fontsize=7, loc='lower right'); fig.tight_layout()
