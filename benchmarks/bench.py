@@ -4,6 +4,7 @@
     python benchmarks/bench.py --main     # also the embedded Fashion-MNIST main job and LoTUS/Gold time ratio
 
 Figures depend on the machine: run it alone (no other CPU load) and quote the machine with them.
+Per-method speed against a ceiling, MFU, the GPU at paper shape and the fast path off and on: `benchmarks/gpu_speed.py`.
 """
 import argparse, subprocess, sys, tempfile, time
 from pathlib import Path

@@ -53,7 +53,7 @@ def sync(dev):
 class Shape:
     n_train: int; n_held: int; classes: int; img: int; forget_pct: float = 0.1
 
-PAPER, SMALL = Shape(50_000, 10_000, 100, 32), Shape(1_200, 400, 10, 32)
+PAPER, SMALL = Shape(50_000, 10_000, 100, 32), Shape(400, 200, 10, 8)
 
 def synthetic_splits(shape:Shape, dev, size=None, seed=0) -> dict:
     "Random `uint8` images and labels of `shape`, split as the paper's benchmark (forget, retain, retain_sub, val = D_u, test), on `dev`"
@@ -130,108 +130,144 @@ def flops_per_sample(kind, model, shape:Shape, dev, size=None, batch=2) -> float
 
 def run_method(name, f_orig, task, arch, mode, graphs='auto', **overrides) -> dict:
     "One `unlearn` call with the fast path `mode`: its time and the steps each path ran"
-    FAST_STATS.clear()
+    FAST_STATS.clear(); cpu0 = time.process_time()
     with fast_path(mode, graphs=graphs):
         r = unlearn(name, f_orig, task, arch=arch, progress=False, **overrides)
+    cpu = time.process_time() - cpu0
     st = dict(FAST_STATS)
     steps = '/'.join(str(st.get(k, 0)) for k in ('graph_steps', 'warm_steps', 'eager_steps', 'plain_steps'))
-    return dict(time_s=r.record['time_min']*60, steps=steps, captures=st.get('captures', 0), capture_failures=st.get('capture_failures', 0),
+    return dict(time_s=r.record['time_min']*60, cpu_s=cpu, steps=steps, captures=st.get('captures', 0), capture_failures=st.get('capture_failures', 0),
                 epochs_run=len(r.record.get('trace', [])) or r.record['config']['epochs'])
 
-def evaluate_vs_forward(model, ts, mode, repeats=3) -> dict:
-    "Seconds of `evaluate` (reference outputs cached) and of one forward pass over the same four splits"
+def evaluate_vs_forward(model, ts, mode, repeats=3, with_evaluate=True) -> dict:
+    "Seconds of one forward pass over forget, retain, test and unseen (mean of `repeats`), and of `evaluate` on them (references cached)"
     dev = model_device(model)
+    import sklearn.linear_model, sklearn.model_selection, sklearn.svm  # noqa: F401  (imported before the clock starts)
     with fast_path(mode):
-        ref = reference_outputs(ts['forget'], ts['val'], model, model, reinit_copy(model))
         splits = [ts[k] for k in ('forget', 'retain', 'test', 'val')]
-        fns = dict(forward=lambda: [predict(model, s) for s in splits],
-                   evaluate=lambda: evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=ref))
-        out = {}
-        for k, f in fns.items():
-            f(); sync(dev); t0 = time.perf_counter()
-            for _ in range(repeats): f()
-            sync(dev); out[k] = (time.perf_counter() - t0)/repeats
+        fwd = lambda: [predict(model, s) for s in splits]
+        fwd(); sync(dev); t0 = time.perf_counter()
+        for _ in range(repeats): fwd()
+        sync(dev); out = dict(forward=(time.perf_counter() - t0)/repeats, evaluate=float('nan'))
+        if with_evaluate:   # once: its CPU part (the scikit-learn attacks) is the slow one, and needs no warm-up
+            ref = reference_outputs(ts['forget'], ts['val'], model, model, reinit_copy(model))
+            sync(dev); t0 = time.perf_counter()
+            evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=ref)
+            sync(dev); out['evaluate'] = time.perf_counter() - t0
     return out
 
 def gold_time(model, ts, arch, mode, frac=1.0, seed=0) -> dict:
-    "Gold retraining time: one epoch of the recipe on `frac` of D_r (2 epochs minus 1), scaled to D_r and extrapolated to the recipe's epochs"
+    "Gold retraining time: an epoch of the recipe on `frac` of D_r ((3 epochs - 1 epoch)/2), scaled to D_r and extrapolated to the recipe's epochs"
     rec = RECIPES[arch]; retain = ts['retain'] if frac >= 1 else ts['retain'].subset(frac, seed)
     t = {}
     with fast_path(mode):
-        for e in (1, 2):
+        for e in (1, 3):
             m = reinit_copy(model, seed)
             t[e] = fit(m, retain, dataclasses.replace(rec, epochs=e, patience=None), seed=seed, progress=False)['time_min']*60
-    epoch = max(t[2] - t[1], 1e-9)/min(frac, 1.0); first = t[1] + (1/min(frac, 1.0) - 1)*epoch
+    epoch = max(t[3] - t[1], 1e-9)/2/min(frac, 1.0); first = t[1] + (1/min(frac, 1.0) - 1)*epoch
     return dict(epoch_s=epoch, first_epoch_s=first, epochs=rec.epochs, total_s=first + (rec.epochs - 1)*epoch, frac=frac,
                 samples_s=len(ts['retain'])/epoch)
 
+def agreement_checks(dev) -> list:
+    "Fast vs plain on `dev` from the same seed (Finetuning, LoTUS), and on CUDA graph replays vs the same steps run eagerly"
+    shape = SMALL if dev.type != 'cuda' else Shape(2_400, 600, 10, 32)
+    ts, m = synthetic_splits(shape, dev), make_model('resnet18_small', shape, dev)
+    flat = lambda mod: torch.cat([v.detach().float().flatten() for v in mod.state_dict().values()])
+    def run(name, mode, graphs):
+        FAST_STATS.clear()
+        with fast_path(mode, graphs=graphs, min_graph_steps=1, warmup=3 if dev.type == 'cuda' else 1):
+            r = unlearn(name, m, UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=0, num_classes=shape.classes), progress=False, epochs=2)
+        return r.model, dict(FAST_STATS)
+    graphs, out = (True if dev.type == 'cuda' else 'emulate'), []
+    def check(what, a, b, limit, st):
+        rel = ((flat(a) - flat(b)).norm()/(flat(b) - flat(m)).norm()).item()
+        ok = rel < limit and st.get('graph_steps', 0) > 0 and not st.get('capture_failures') and (dev.type != 'cuda' or st.get('captures') == 1)
+        out.append(dict(check=what, rel_diff=rel, limit=limit, ok=ok, captures=st.get('captures', 0), graph_steps=st.get('graph_steps', 0)))
+    for name in ('finetune', 'lotus'):
+        (p, _), (f, st) = run(name, False, 'auto'), run(name, True, graphs)
+        check(f'{name}: fast vs plain (|w_fast - w_plain| / |w_plain - w_0|)', f, p, 0.05 if dev.type == 'cuda' else 1e-3, st)
+    if dev.type == 'cuda':
+        (e, _), (g, st) = run('lotus', True, 'emulate'), run('lotus', True, True)
+        check('lotus: CUDA graph vs the same steps eager from static buffers', g, e, 1e-3, st)
+    return out
+
 # ---- the run --------------------------------------------------------------------------------------------------------
 
-def bench_model(name, shape, dev, args, info) -> tuple:
+def bench_model(name, shape, dev, args, info, first=True) -> tuple:
     arch, size = model_arch(name), model_input_size(name)
     ts = synthetic_splits(shape, dev, size=size)
     f_orig = make_model(name, shape, dev)
     task = lambda: UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=0, num_classes=shape.classes)
     methods = [m for m in args.methods if not (m == 'finetune' and arch == 'vit' and not args.vit_finetune)]
-    paths = [('plain', False, 'auto'), ('fast', True, 'auto')] + ([('fast-emulated', True, 'emulate')] if dev.type != 'cuda' else [])
+    # on the CPU, also the fast path with emulated graphs (the graph bookkeeping, replays run eagerly), on the first model
+    paths = [('plain', False, 'auto'), ('fast', True, 'auto')] + ([('fast-emulated', True, 'emulate')] if dev.type != 'cuda' and first else [])
     rows, ceil, flops = [], {}, {}
     for m in methods:
         cfg = method_config(m, arch)
         kind = 'lotus' if m == 'lotus' else 'ce'
         if kind not in ceil:
-            ceil[kind] = ceiling(kind, f_orig, shape, cfg.batch_size, dev, size, steps=args.ceiling_steps)
+            ceil[kind] = ceiling(kind, f_orig, shape, cfg.batch_size, dev, size, steps=args.ceiling_steps, warmup=5 if dev.type == 'cuda' else 1)
+            print(f"  {name} ceiling {kind} (batch {cfg.batch_size}, {ceil[kind][1]}): {ceil[kind][0]:,.0f} samples/s", flush=True)
             flops[kind] = flops_per_sample(kind, f_orig, shape, dev, size)
-        over = {} if m == 'lotus' else dict(epochs=args.ft_epochs)
+        over = dict(epochs=args.lotus_epochs) if m == 'lotus' and args.lotus_epochs else {} if m == 'lotus' else dict(epochs=args.ft_epochs)
         t0 = task()
         per_epoch = (len(ts['forget']) + len(t0.retain_subset())) if m == 'lotus' else len(ts['retain'])
         for path, mode, graphs in paths:
             r = run_method(m, f_orig, task(), arch, mode, graphs, **over)
             n = r['epochs_run']*per_epoch; sps = n/r['time_s']
-            rows.append(dict(model=name, method=m, path=path, time_s=r['time_s'], samples=n, samples_s=sps,
+            rows.append(dict(model=name, method=m, path=path, time_s=r['time_s'], cpu_s=r['cpu_s'], samples=n, samples_s=sps,
                              ceiling_s=ceil[kind][0], ratio=sps/ceil[kind][0],
                              mfu=(sps*flops[kind]/info['peak']) if info.get('peak') else float('nan'),
                              steps=r['steps'], captures=r['captures'], capture_failures=r['capture_failures']))
             print(f"  {name} {m} {path}: {r['time_s']:.2f} s, {sps:,.0f} samples/s", flush=True)
     for kind, (sps, how) in ceil.items():
-        rows.append(dict(model=name, method=f'ceiling:{kind}', path=how, time_s=float('nan'), samples=float('nan'), samples_s=sps,
+        rows.append(dict(model=name, method=f'ceiling:{kind}', path=how, time_s=float('nan'), cpu_s=float('nan'), samples=float('nan'), samples_s=sps,
                          ceiling_s=sps, ratio=1.0, mfu=(sps*flops[kind]/info['peak']) if info.get('peak') else float('nan'),
                          steps='', captures=0, capture_failures=0))
     ev = []
     if arch != 'vit' or args.vit_eval:
         for path, mode in (('plain', False), ('fast', True)):
-            e = evaluate_vs_forward(f_orig, ts, mode)
+            e = evaluate_vs_forward(f_orig, ts, mode, repeats=3, with_evaluate=path in args.eval_paths)
+            print(f"  {name} evaluate vs forward {path}: {e['evaluate']:.3f} s vs {e['forward']:.3f} s", flush=True)
             ev.append(dict(model=name, path=path, evaluate_s=e['evaluate'], forward_s=e['forward'], ratio=e['evaluate']/e['forward'],
                            images=sum(len(ts[k]) for k in ('forget', 'retain', 'test', 'val'))))
     gold = []
     frac = args.gold_frac if args.gold_frac is not None else (0.05 if (arch == 'vit' and dev.type == 'cuda') else 1.0)
     for path, mode in (('plain', False), ('fast', True)):
         g = gold_time(f_orig, ts, arch, mode, frac)
+        print(f"  {name} Gold {path}: {g['epoch_s']:.2f} s per epoch, {g['total_s']:.1f} s for {g['epochs']} epochs", flush=True)
         lot = [r for r in rows if r['method'] == 'lotus' and r['path'] == path]
         gold.append(dict(model=name, path=path, **g, lotus_s=lot[0]['time_s'] if lot else float('nan'),
                          lotus_over_gold=(lot[0]['time_s']/g['total_s']) if lot else float('nan')))
     return rows, ev, gold, dict(flops_per_sample=flops)
 
-def papermill_digits(mode:str) -> float:
-    "Wall-clock seconds of `papermill nbs/experiments.ipynb -p dataset digits` with `LOTUS_FAST=mode`"
+def papermill_digits(mode:str, *params) -> dict:
+    "Wall-clock and CPU seconds of `papermill nbs/experiments.ipynb -p dataset digits` (or `params`) with `LOTUS_FAST=mode`"
+    import resource
+    cpu = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
     with tempfile.TemporaryDirectory() as tmp:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu()
         subprocess.run([sys.executable, '-m', 'papermill', str(ROOT/'nbs/experiments.ipynb'), f'{tmp}/out.ipynb', '--no-progress-bar',
-                        '-p', 'dataset', 'digits', '-p', 'out_dir', f'{tmp}/res'], check=True, capture_output=True,
+                        '-p', 'out_dir', f'{tmp}/res', *(params or ('-p', 'dataset', 'digits'))], check=True, capture_output=True,
                        env={**os.environ, 'LOTUS_FAST': mode})
-        return time.perf_counter() - t
+        return dict(wall_s=time.perf_counter() - t, cpu_s=cpu() - c)
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
-    ap.add_argument('--small', action='store_true', help='small models and data (resnet18_small, vit_small; 1,200 images)')
+    ap.add_argument('--small', action='store_true', help='small models and data (resnet18_small, vit_small; 600 images of 8 px)')
     ap.add_argument('--models', default=None, help="comma-separated; default resnet18,vit_b_16 (with --small: resnet18_small,vit_small)")
     ap.add_argument('--methods', default='lotus,finetune')
     ap.add_argument('--ft-epochs', type=int, default=None, help='epochs of Finetuning (default 2; 1 with --small)')
+    ap.add_argument('--lotus-epochs', type=int, default=None, help="epochs of LoTUS (default: the paper's; 2 with --small)")
     ap.add_argument('--vit-finetune', action='store_true', help='also Finetuning on ViT (long at paper shape)')
     ap.add_argument('--vit-eval', action='store_true', help='also evaluate vs forward on ViT (long at paper shape)')
+    ap.add_argument('--eval-paths', default=None, help="paths that time `evaluate` (default: plain,fast on the CPU, fast on CUDA)")
     ap.add_argument('--gold-frac', type=float, default=None, help='fraction of D_r that times a Gold epoch (default: 1; ViT on CUDA 0.05)')
     ap.add_argument('--ceiling-steps', type=int, default=None)
     ap.add_argument('--papermill', action='store_true', help='also time papermill -p dataset digits with LOTUS_FAST=0 and 1')
+    ap.add_argument('--check', action=argparse.BooleanOptionalAction, default=None,
+                    help='first check that fast and plain agree (default: on CUDA)')
     ap.add_argument('--json', default=None, help='write every number to this file')
     args = ap.parse_args(argv)
     dev = torch.device(args.device)
@@ -240,24 +276,32 @@ def main(argv=None):
     args.models = (args.models or ('resnet18_small,vit_small' if args.small else 'resnet18,vit_b_16')).split(',')
     args.methods = args.methods.split(',')
     if args.ft_epochs is None: args.ft_epochs = 1 if args.small else 2
-    if args.ceiling_steps is None: args.ceiling_steps = 20 if dev.type != 'cuda' else 100
+    args.eval_paths = (args.eval_paths or ('fast' if dev.type == 'cuda' else 'plain,fast')).split(',')
+    if args.lotus_epochs is None and args.small: args.lotus_epochs = 2
+    if args.check is None: args.check = dev.type == 'cuda'
+    if args.ceiling_steps is None: args.ceiling_steps = 3 if dev.type != 'cuda' else 100
     info = device_info(dev)
     print(f"torch {torch.__version__}, device {info['name']}" + (f", bf16 peak {info['peak_name']}" if dev.type == 'cuda' else
           f", {torch.get_num_threads()} threads") + f"; data {dataclasses.asdict(shape)} (synthetic), models random-init", flush=True)
+    checks = agreement_checks(dev) if args.check else []
+    if checks:
+        print("\nagreement, fast path vs plain (weights after 2 epochs from the same seed):")
+        print(pd.DataFrame(checks).to_string(index=False), flush=True)
     rows, evs, golds, extra = [], [], [], {}
-    for name in args.models:
-        r, e, g, x = bench_model(name, shape, dev, args, info)
+    for i, name in enumerate(args.models):
+        r, e, g, x = bench_model(name, shape, dev, args, info, first=i == 0)
         rows += r; evs += e; golds += g; extra[name] = x
     pd.set_option('display.width', 250)
     t = pd.DataFrame(rows)
-    fmt = t.assign(time_s=t.time_s.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'),
+    fmt = t.assign(time_s=t.time_s.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'), cpu_s=t.cpu_s.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'),
                    samples=t.samples.map(lambda v: '' if math.isnan(v) else f'{v:,.0f}'),
                    samples_s=t.samples_s.map('{:,.0f}'.format), ceiling_s=t.ceiling_s.map('{:,.0f}'.format),
                    ratio=t.ratio.map('{:.2f}'.format), mfu=t.mfu.map(lambda v: 'n/a' if math.isnan(v) else f'{100*v:.1f}%'))
-    print(f"\nSpeed per method and model ({info['name']}); steps = graph replays/warm-up/eager/plain")
-    print(fmt[['model', 'method', 'path', 'time_s', 'samples', 'samples_s', 'ceiling_s', 'ratio', 'mfu', 'steps']].to_string(index=False))
+    print(f"\nSpeed per method and model ({info['name']}); time_s: wall clock, cpu_s: this process's CPU time; steps = graph replays/warm-up/eager/plain")
+    print(fmt[['model', 'method', 'path', 'time_s', 'cpu_s', 'samples', 'samples_s', 'ceiling_s', 'ratio', 'mfu', 'steps']].to_string(index=False))
     if evs:
-        print("\nevaluate (all metrics, references cached) vs one forward pass over forget, retain, test, unseen")
+        print("\nevaluate (all metrics, references cached) vs one forward pass over forget, retain, test, unseen;"
+              " evaluate - forward is mostly the CPU's scikit-learn attacks")
         print(pd.DataFrame(evs).round(4).to_string(index=False))
     print("\nLoTUS vs Gold retraining (Gold: epoch time measured, extrapolated to the recipe's epochs, no early stop)")
     print(pd.DataFrame(golds).round(3).to_string(index=False))
@@ -266,10 +310,11 @@ def main(argv=None):
         try:
             import papermill  # noqa: F401
             for mode in ('0', '1'): pm[f'LOTUS_FAST={mode}'] = papermill_digits(mode)
-            print("\npapermill nbs/experiments.ipynb -p dataset digits: " + ', '.join(f'{k}: {v:.1f} s' for k, v in pm.items()))
+            print("\npapermill nbs/experiments.ipynb -p dataset digits: " +
+                  ', '.join(f"{k}: {v['wall_s']:.1f} s wall, {v['cpu_s']:.1f} s CPU" for k, v in pm.items()))
         except ImportError: print("\npapermill is not installed: the papermill side by side is skipped")
     if args.json:
-        Path(args.json).write_text(json.dumps(dict(device=info, torch=torch.__version__, shape=dataclasses.asdict(shape), rows=rows,
+        Path(args.json).write_text(json.dumps(dict(device=info, torch=torch.__version__, shape=dataclasses.asdict(shape), checks=checks, rows=rows,
                                                    evaluate=evs, gold=golds, papermill=pm, extra=extra, args=vars(args)), indent=1, default=str))
         print(f"\nwritten: {args.json}")
 

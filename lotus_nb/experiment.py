@@ -268,6 +268,7 @@ class Benchmark:
     figures: dict = field(default_factory=dict)
     name: str = ''
     missing: str = ''    # why the benchmark could not run (its data is absent), or ''
+    spec: object = None  # the (resolved) `BenchmarkSpec` it ran
 
 def check_checkpoints(prep:Prepared, seeds, cache):
     "Refuse a corrupt cached checkpoint of any seed, before any training"
@@ -313,7 +314,7 @@ def report(out_dir, prep:Prepared, methods) -> Benchmark:
     out = Path(out_dir); df = read_results(out/'results.csv')
     want = {prep.ident(m, 0)[:-1] for m in methods}
     df = df[[row_id(r, False) in want for _, r in df.iterrows()]].reset_index(drop=True)
-    b = Benchmark(df, name=prep.name)
+    b = Benchmark(df, name=prep.name, spec=prep.spec)
     if not len(df): return b
     b.tables['avg_gap'] = table_avg_gap(df); b.tables['avg_gap_supp'] = table_avg_gap_supp(df)
     unlearners = [m for m in methods if not is_reference(m)]

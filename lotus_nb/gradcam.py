@@ -80,11 +80,15 @@ def plot_gradcams(models:dict,         # panel title -> model, e.g. {'before: $f
                   image:np.ndarray,    # the same image to draw (`show_image`)
                   classes,             # class names, by index
                   target:int=None,     # the class mapped in every panel; None: each model's prediction
-                  title:str=None) -> plt.Figure:
+                  title:str=None,
+                  input_title:str=None) -> plt.Figure: # when given, a first panel shows the image alone, with this title
     "One panel per model: its Grad-CAM of `target` over the image, titled with its prediction"
     show_cam_on_image = optional_import('pytorch_grad_cam.utils.image', 'gradcam').show_cam_on_image
-    fig, axs = plt.subplots(1, len(models), figsize=(2.6*len(models), 3.0), squeeze=False)
-    for ax, (name, m) in zip(axs[0], models.items()):
+    n = len(models) + (input_title is not None)
+    fig, axs = plt.subplots(1, n, figsize=(2.6*n, 3.0), squeeze=False); axs = list(axs[0])
+    if input_title is not None:
+        ax = axs.pop(0); ax.imshow(image, interpolation='nearest'); ax.set_title(input_title, fontsize=9); ax.axis('off')
+    for ax, (name, m) in zip(axs, models.items()):
         xb = x[None].to(next(m.parameters()).device)
         ax.imshow(show_cam_on_image(image, grad_cam(m, xb, target)[0], use_rgb=True), interpolation='nearest')
         ax.set_title(f"{name}\nprediction: {classes[predicted(m, xb)[0]]}", fontsize=9); ax.axis('off')

@@ -16,7 +16,7 @@ from .experiment import (BenchmarkSpec, Benchmark, resolve_spec, check_benchmark
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'EXECUTORS', 'GridProgress', 'plan_grid', 'run_local', 'run_ray', 'run_grid']
+__all__ = ['log', 'EXECUTORS', 'GridProgress', 'plan_grid', 'run_local', 'run_ray', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 class GridProgress:
@@ -43,7 +43,7 @@ def plan_grid(specs, seeds, methods, out_dir, cache_dir=None,
         try: preps.append(prepare(s, methods))
         except FileNotFoundError as e:
             if not skip_missing: raise
-            missing[benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen)] = str(e)
+            missing[benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen)] = (s, str(e))
             log.warning(f"grid: skipping {s.dataset} ({s.model}): {e}")
     cache = Path(cache_dir) if cache_dir is not None else Path(out_dir)/'checkpoints'
     for p in preps: check_checkpoints(p, seeds, cache)
@@ -89,6 +89,13 @@ def run_ray(preps, methods, units, out_dir, device='auto', cache_dir=None, ray_a
 EXECUTORS = {'local': run_local, 'ray': run_ray}
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
+def find_benchmark(benchmarks:dict, spec:BenchmarkSpec):
+    "The `Benchmark` of `run_grid`'s result that ran `spec` (as planned, `model='auto'` included)"
+    want = resolve_spec(spec)
+    for b in benchmarks.values():
+        if b.spec == want: return b
+    raise KeyError(f"no benchmark ran {spec}")
+
 def run_grid(specs,                     # `BenchmarkSpec`s
              seeds=(3407, 13, 12), methods=None, # None: every registered method
              out_dir='results', executor:str='local', # 'local' or 'ray'
@@ -105,4 +112,4 @@ def run_grid(specs,                     # `BenchmarkSpec`s
         kw = dict(ray_address=ray_address) if executor == 'ray' else dict(progress=progress)
         EXECUTORS[executor](preps, methods, units, out_dir, device, cache_dir, **kw)
     return {**{p.name: report(out_dir, p, methods) for p in preps},
-            **{name: Benchmark(pd.DataFrame(), name=name, missing=why) for name, why in missing.items()}}
+            **{name: Benchmark(pd.DataFrame(), name=name, missing=why, spec=s) for name, (s, why) in missing.items()}}

@@ -64,19 +64,20 @@ def forget_retain_distances(data, splits) -> np.ndarray: # an `ImageData` and it
 def hash_diff_summary(dists:dict, # dataset label -> distances (`forget_retain_distances`)
                       near:int=8) -> pd.DataFrame: # at most this many bits apart counts as a near-duplicate
     "Per dataset: forget images, median distance, and the share of forget images with a copy / a near-duplicate in the retain set"
-    return pd.DataFrame({k: {'forget images': len(d), 'median distance': float(np.median(d)), 'share at 0 bits': float(np.mean(d == 0)),
-                             f'share within {near} bits': float(np.mean(d <= near))} for k, d in dists.items()}).T
+    rows = {k: {'forget images': len(d), 'median distance': float(np.median(d)), 'share at 0 bits': float(np.mean(d == 0)),
+                f'share within {near} bits': float(np.mean(d <= near))} for k, d in dists.items()}
+    return pd.DataFrame.from_dict(rows, orient='index')
 
 # %% ../nbs/24_hashing.ipynb #920b8474
 def plot_hash_diff(dists:dict, # dataset label -> distances
                    title:str=None) -> plt.Figure:
-    "The distribution of forget-to-nearest-retain hash distances, one curve per dataset"
+    "The cumulative distribution of forget-to-nearest-retain hash distances, one curve per dataset"
     import seaborn as sns
     df = pd.concat([pd.DataFrame({'dataset': k, 'distance': d}) for k, d in dists.items()], ignore_index=True)
     fig, ax = plt.subplots(figsize=(6, 3.4))
-    sns.histplot(df, x='distance', hue='dataset', stat='probability', common_norm=False, discrete=True, element='step', fill=False, ax=ax)
-    ax.set_xlabel('Hamming distance to the nearest retain image (bits of a 64-bit pHash)'); ax.set_ylabel('share of forget images')
-    ax.set_xlim(-0.5, max(33, df.distance.max() + 1.5))
+    sns.ecdfplot(df, x='distance', hue='dataset', ax=ax)
+    ax.set_xlabel('Hamming distance to the nearest retain image (bits of a 64-bit pHash)')
+    ax.set_ylabel('share of forget images within it'); ax.set_xlim(-0.5, max(32, df.distance.max() + 1))
     if title: ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
@@ -129,7 +130,7 @@ def plot_class_counts(counts:pd.DataFrame, # `split_class_counts`
     df = counts.rename_axis('class').reset_index().melt(id_vars='class', var_name='split', value_name='images')
     fig, ax = plt.subplots(figsize=(7, 3.4))
     sns.barplot(df, x='class', y='images', hue='split', ax=ax)
-    ax.tick_params(axis='x', labelrotation=30, labelsize=8)
+    ax.tick_params(axis='x', labelrotation=30, labelsize=8); sns.move_legend(ax, 'upper left', bbox_to_anchor=(1, 1))
     if title: ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig

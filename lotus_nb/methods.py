@@ -200,4 +200,5 @@ def mask_grads(mask:dict): # parameter name -> 0/1 tensor of its shape; paramete
     def hook(model:nn.Module):
         for k, p in model.named_parameters():
             if p.grad is not None and k in mask: p.grad.mul_(mask[k])
+    hook.graph_safe = True      # in-place device ops only: a CUDA graph of the step may capture it (`train_epoch`'s fast path)
     return hook

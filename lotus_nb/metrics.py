@@ -67,11 +67,12 @@ def mia_features(probs:torch.Tensor, y:torch.Tensor) -> np.ndarray:
 
 # %% ../nbs/06_metrics.ipynb #4ebbd563
 def mia_svc(feat_retain, feat_test, feat_forget, # N x d attack features (`mia_features`) of retain, test and forget samples
-            seed:int=0) -> float:
+            seed:int=0, max_fit:int=2000) -> float: # at most this many samples of each side fit the SVC (its cost is quadratic)
     "Fraction of forget samples that SalUn's SVC, fitted on as many retain (member) as test (non-member) samples, calls non-members"
     from sklearn.svm import SVC
     as2d = lambda a: np.asarray(a, dtype=np.float64).reshape(len(a), -1)
     mem, non = equal_counts(as2d(feat_retain), as2d(feat_test), seed)
+    mem, non = mem[:max_fit], non[:max_fit]          # already a seeded random draw: the first `max_fit` are a random subsample
     clf = SVC(C=3, gamma='auto', kernel='rbf').fit(np.r_[mem, non], np.r_[np.ones(len(mem)), np.zeros(len(non))])
     return float(1 - clf.predict(as2d(feat_forget)).mean())
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 import dataclasses, json, os
 from dataclasses import dataclass
 from pathlib import Path
-import numpy as np, pandas as pd
+import numpy as np, pandas as pd, torch
 import matplotlib.pyplot as plt
 from .experiment import BenchmarkSpec
 from .report import save_table, render
 
 # %% auto #0
 __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES', 'SYNTHETIC_UNSEEN',
-           'LABELS', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark', 'plan_table', 'left_out',
-           'unique_specs', 'artifact_name', 'save_artifact', 'save_missing', 'write_index', 'table_benchmarks']
+           'LABELS', 'LARGE_COLS', 'PUBLISHED', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark',
+           'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing', 'write_index',
+           'table_benchmarks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pick_memorised', 'plot_fig1',
+           'metric_costs', 'table_zrf']
 
 # %% ../nbs/22_paper.ipynb #07e69149
 @dataclass(frozen=True)
@@ -72,10 +74,16 @@ def plan_benchmark(pb:PaperBenchmark, scale:str, data_root=None, train_epochs:in
     return Planned(spec, pb, f"{LABELS[spec.model]} / {LABELS[ds]} (for {LABELS[pb.dataset]})", True)
 
 def plan_table(table:str, scale:str, data_root=None, train_epochs:int=None) -> list:
-    "The `Planned` benchmarks behind `table` at `scale`"
+    "The `Planned` benchmarks behind `table` at `scale`, one per distinct spec (a stand-in for several paper benchmarks says so)"
     from lotus_nb.data import check_choice
     check_choice(table, PAPER_BENCHMARKS, 'table')
-    return [p for pb in PAPER_BENCHMARKS[table] if (p := plan_benchmark(pb, scale, data_root, train_epochs)) is not None]
+    out = []
+    for p in (plan_benchmark(pb, scale, data_root, train_epochs) for pb in PAPER_BENCHMARKS[table]):
+        if p is None: continue
+        same = next((q for q in out if q.spec == p.spec), None)
+        if same is None: out.append(p)
+        else: same.label = same.label[:-1] + ', ' + LABELS[p.paper.dataset] + ')'
+    return out
 
 def left_out(table:str, scale:str) -> list:
     "The paper benchmarks of `table` without a stand-in at `scale`"
@@ -143,14 +151,16 @@ from .methods import list_methods
 
 def table_benchmarks(parts:dict,       # row label -> the results rows of one benchmark
                      rows:dict=None,   # `{label: (column, scale, digits)}`; None: Avg Gap, JSD x1e4, time
-                     methods=None) -> pd.DataFrame: # columns to keep (registry names); None: all present
+                     methods=None,     # columns to keep (registry names); None: all present
+                     make=None) -> pd.DataFrame: # `make(results) -> table` of one benchmark; None: `metric_table(results, rows)`
     "Blocks of metric rows, one block per benchmark, ranked per row"
     rows = rows or {k: v for k, v in MAIN_ROWS.items() if k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
+    make = make or (lambda df: metric_table(df, rows))
     blocks, rank = [], {}
     for label, df in parts.items():
         if methods is not None: df = df[df.method.isin(methods)]
         if not len(df): continue
-        t = metric_table(df, rows)
+        t = make(df)
         t.index = [f'{label} | {r}' for r in t.index]
         rank.update({(f'{label} | {r}', c): k for (r, c), k in t.attrs['rank'].items()})
         blocks.append(t)
@@ -160,3 +170,104 @@ def table_benchmarks(parts:dict,       # row label -> the results rows of one be
     cols = sorted([c for c in out.columns if c != 'best'], key=lambda c: order.index(c) if c in order else len(order)) + ['best']
     out = out[cols]; out.attrs['rank'] = rank
     return out
+
+# %% ../nbs/22_paper.ipynb #76a0242a
+LARGE_COLS = {'RF-JSD x1e4': ('rf_jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2), 'Retain Acc.': ('acc_retain', 1, 4), 'MIA Acc.': ('mia', 1, 4)}
+
+def table_large_scale(results:pd.DataFrame) -> pd.DataFrame:
+    "The paper's `tab:imagenet`: one row per method (no Gold), RF-JSD and time ranked, retain accuracy and MIA shown"
+    from lotus_nb.report import summarize, fmt_pm, rank_row, is_reference
+    df = results[results.method != 'gold']
+    cols = [c for c, *_ in LARGE_COLS.values()]
+    mean, std = summarize(df, cols); rank = {}
+    out = pd.DataFrame({lab: [fmt_pm(mean.loc[m, c]*k, std.loc[m, c]*k, d) if pd.notna(mean.loc[m, c]) else '(pre-trained)' for m in mean.index]
+                        for lab, (c, k, d) in LARGE_COLS.items()}, index=[display_name(m) for m in mean.index])
+    for lab in ('RF-JSD x1e4', 'Time (min.)'):
+        c = LARGE_COLS[lab][0]
+        rank.update({(display_name(m), lab): r for m, r in rank_row(mean[c]).items()})
+    out.attrs['rank'] = rank
+    return out
+
+# %% ../nbs/22_paper.ipynb #45b3c0b6
+def pcc_jsd_rf(results:pd.DataFrame) -> tuple:
+    "Pearson correlation and p-value of the unlearning methods' mean JSD and mean RF-JSD"
+    from scipy.stats import pearsonr
+    from lotus_nb.report import is_reference
+    m = results[[not is_reference(x) for x in results.method]].groupby('method')[['jsd', 'rf_jsd']].mean().dropna()
+    if len(m) < 3 or m.jsd.nunique() < 2 or m.rf_jsd.nunique() < 2: return float('nan'), float('nan')
+    r = pearsonr(m.jsd, m.rf_jsd); return float(r.statistic), float(r.pvalue)
+
+def table_pcc(parts:dict) -> pd.DataFrame: # row label -> results of one benchmark
+    "The paper's `tab:pcc`: PCC (JSD, RF-JSD) and p-value per benchmark, and their mean ± std"
+    vals = {label: pcc_jsd_rf(df) for label, df in parts.items()}
+    out = pd.DataFrame({'PCC': {k: f'{r:.2f}' for k, (r, p) in vals.items()}, 'p-value': {k: f'{p:.4f}' for k, (r, p) in vals.items()}})
+    r, p = np.array([v[0] for v in vals.values()]), np.array([v[1] for v in vals.values()])
+    out.loc['Mean ± Std'] = [f'{np.nanmean(r):.2f} ± {np.nanstd(r):.2f}', f'{np.nanmean(p):.4f} ± {np.nanstd(p):.4f}']
+    return out
+
+# %% ../nbs/22_paper.ipynb #3ec37311
+def pick_memorised(p_orig:torch.Tensor, p_gold:torch.Tensor, y:torch.Tensor) -> int:
+    "Index of the forget sample the original gets right and the gold model is least confident about (its true class)"
+    right = p_orig.argmax(1) == y
+    conf_gold = p_gold[torch.arange(len(y)), y].clone(); conf_gold[~right] = float('inf')
+    return int(conf_gold.argmin())
+
+def plot_fig1(probs:dict,        # model label -> K probabilities of the sample
+              classes:list, true:int, title:str='A forget sample before and after unlearning'):
+    "Bar plots of one sample's output probabilities under each model, the true class highlighted"
+    import seaborn as sns
+    fig, axs = plt.subplots(1, len(probs), figsize=(3.2*len(probs), 2.8), sharey=True, squeeze=False)
+    for ax, (lab, p) in zip(axs[0], probs.items()):
+        p = np.asarray(p, dtype=float)
+        sns.barplot(x=list(range(len(p))), y=p, ax=ax, color='lightgray')
+        ax.patches[true].set_color('tab:red')
+        ax.set(title=f'{lab}: p(true)={p[true]:.2f}', xlabel='class', ylim=(0, 1))
+        ax.set_xticks(range(len(p))); ax.set_xticklabels([str(c)[:6] for c in classes], rotation=90, fontsize=6)
+    axs[0][0].set_ylabel('probability'); fig.suptitle(title); fig.tight_layout()
+    return fig
+
+# %% ../nbs/22_paper.ipynb #9c17e372
+def metric_costs(f_un, f_orig, f_rand, forget, unseen, repeats:int=3) -> dict:
+    "Seconds to compute RF-JSD and ZRF of `f_un` from scratch (its own forget outputs shared), best of `repeats`"
+    from lotus_nb.metrics import probs_of, rf_jsd, zrf
+    from lotus_nb.training import Timer, model_device
+    pf, yf = probs_of(f_un, forget)
+    def rf():
+        q, yq = probs_of(f_orig, unseen); return rf_jsd(pf, yf, q, yq)
+    def zr(): return zrf(pf, probs_of(f_rand, forget)[0])
+    out = {}
+    for name, f in (('rf_jsd', rf), ('zrf', zr)):
+        ts = []
+        for _ in range(repeats):
+            with Timer(model_device(f_un)) as t: f()
+            ts.append(t.minutes*60)
+        out[name] = min(ts)
+    return out
+
+def table_zrf(results:pd.DataFrame, costs:dict=None) -> pd.DataFrame: # `costs`: `metric_costs`'s seconds
+    "RF-JSD and ZRF per unlearning method with JSD, each one's Pearson correlation with JSD, and their costs"
+    from scipy.stats import pearsonr
+    from lotus_nb.report import is_reference, summarize
+    df = results[[not is_reference(m) for m in results.method]]
+    mean, _ = summarize(df, ['rf_jsd', 'zrf', 'jsd'])
+    out = pd.DataFrame({'RF-JSD x1e4': (mean.rf_jsd*1e4).map('{:.2f}'.format), 'ZRF': mean.zrf.map('{:.4f}'.format),
+                        'JSD x1e4': (mean.jsd*1e4).map('{:.2f}'.format)})
+    out.index = [display_name(m) for m in mean.index]
+    ok = mean.dropna()
+    for col, c in (('RF-JSD x1e4', 'rf_jsd'), ('ZRF', 'zrf')):
+        r = pearsonr(ok[c], ok.jsd) if len(ok) >= 3 else None
+        out.loc['PCC with JSD', col] = f'{r.statistic:.2f}' if r else ''
+        out.loc['p-value', col] = f'{r.pvalue:.4f}' if r else ''
+        if costs: out.loc['cost (s)', col] = f"{costs['rf_jsd' if c == 'rf_jsd' else 'zrf']:.4f}"
+    return out.fillna('')
+
+# %% ../nbs/22_paper.ipynb #e7867f60
+PUBLISHED = {
+    'tab:avg_gap': 'LoTUS Avg Gap: ViT TinyIN 0.0150, C-100 0.0125, MUFAC 0.0200; RN18 TinyIN 0.1675, C-100 0.1200, MUFAC 0.1250 '
+                   '(2nd; BadT 0.1025). Time (min): RN18 C-100 LoTUS 0.30 vs Gold 3.39; RN18 TinyIN 1.62 vs 46.81; ViT C-100 7.02 vs 112.25.',
+    'tab:cifar': 'LoTUS Avg Gap on CIFAR-10: ViT 0.0050, LoTUS with synthetic D_u (CIFAKE) 0.0075.',
+    'tab:imagenet': 'LoTUS RF-JSD x1e4 1.11 (best), time 10.72 min (best, RTX A6000), retain acc 0.94, MIA 0.61; Original RF-JSD 1.22.',
+    'tab:pcc': 'PCC(JSD, RF-JSD) over 10 benchmarks: 0.92 ± 0.04; p-values 0.0010 ± 0.0016.',
+    'tab:class': 'LoTUS Avg Gap: TinyIN pizza best; C-100 beaver 0.1200 (2nd-best 0.2825).',
+    'tab:gumbel': 'Gumbel-softmax better or equal on 6 of 8 benchmarks in Avg Gap (e.g. RN18 TinyIN 0.1675 vs 0.1850).',
+}

@@ -142,7 +142,7 @@ def predict(model:nn.Module, split, batch_size:int=1024, progress:bool=False):
     model.eval(); logits, ys = [], []
     try:
         with cudnn_benchmark(dev, fast):
-            for xb, yb, *_ in tqdm(device_batches(batches, dev) if fast else batches, total=n_batches(batches),
+            for xb, yb, *_ in tqdm(device_batches(batches, dev) if fast else batches, total=n_batches(batches) or None,
                                    disable=not progress, desc='predict', leave=False):
                 xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
                 with autocast(dev): logits.append(model(xb).float())
@@ -218,7 +218,7 @@ class StepGraph:
         try:
             opt.zero_grad(set_to_none=True); self.graph = torch.cuda.CUDAGraph()
             self.stream.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.graph(self.graph, stream=self.stream):
+            with torch.cuda.graph(self.graph, stream=self.stream, capture_error_mode='thread_local'):   # loader threads may run
                 self.loss = train_step(self.model, self.static, self.loss_fn, opt, self.hook, device, cache=False)
             self.grads = [p.grad for p in params]     # the graph's gradient buffers, kept alive with it
             FAST_STATS['captures'] += 1
@@ -261,7 +261,7 @@ def train_epoch(model:nn.Module, batches, loss_fn,  # `loss_fn(batch) -> scalar 
     fast = fast_enabled(dev)
     graph = step_graph(model, batches, loss_fn, opt, grad_hook) if fast else None
     with cudnn_benchmark(dev, fast):
-        for batch in tqdm(device_batches(batches, dev) if fast else batches, total=n_batches(batches),
+        for batch in tqdm(device_batches(batches, dev) if fast else batches, total=n_batches(batches) or None,
                           disable=not progress, desc=desc, leave=False):
             batch = [b.to(dev, non_blocking=True) for b in batch]
             loss = graph.step(batch, opt, dev) if graph is not None else None

@@ -1,0 +1,140 @@
+"""nbs/class_unlearning.ipynb (tab:class, fig:gradcams) and nbs/data_analysis.ipynb (fig:hash_diff, fig:mufac_examples,
+fig:mufac_classes) run by papermill in reduced form: the artifacts, their manifest entries, and the notes on missing data."""
+import json, sys
+from pathlib import Path
+import pandas as pd
+import pytest
+from conftest import ROOT, run, show, read_rows
+from fixtures import write_cifar10, write_mufac
+from lotus_nb.data import HOW_TO_GET
+
+ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+PNG = b'\x89PNG\r\n\x1a\n'
+
+def papermill(nb, out_nb, *args, env=None):
+    "Execute nbs/`nb`.ipynb with papermill into `out_nb`"
+    return run([sys.executable, '-m', 'papermill', ROOT/'nbs'/f'{nb}.ipynb', out_nb, '--no-progress-bar', *args],
+               env={**ONE_THREAD, **(env or {})})
+
+def outputs(out_nb) -> str:
+    "The executed notebook's code-cell outputs, as one string"
+    return json.dumps([c.get('outputs', []) for c in json.loads(Path(out_nb).read_text())['cells'] if c['cell_type'] == 'code'])
+
+def manifest(out, label) -> dict:
+    return json.loads((out/'manifest'/f"{label.split(':')[1]}.json").read_text())
+
+def no_data_env(tmp) -> dict:
+    "Environment in which no dataset is found outside `data_root` (no $LOTUS_DATA, an empty cache)"
+    (tmp/'empty').mkdir(exist_ok=True)
+    return dict(LOTUS_DATA=str(tmp/'empty'), XDG_CACHE_HOME=str(tmp/'empty'))
+
+def assert_files(out, e, exts):
+    for ext in exts:
+        p = out/e['files'][ext]
+        assert p.exists() and p.stat().st_size > 0, f"{p} missing or empty"
+    if 'png' in exts: assert (out/e['files']['png']).read_bytes()[:8] == PNG
+
+# ---------------------------------------------------------------- class_unlearning
+
+@pytest.fixture(scope='module')
+def class_run(tmp_path_factory):
+    "class_unlearning, embedded, the digits stand-in only, one seed, Original/Gold/LoTUS, 3 training epochs"
+    tmp = tmp_path_factory.mktemp('class'); out = tmp/'paper'
+    res = papermill('class_unlearning', tmp/'class.ipynb', '-p', 'scale', 'embedded', '-y', 'benchmarks: [digits]', '-y', 'seeds: [1]',
+                    '-y', 'methods: [original, gold, lotus]', '-p', 'train_epochs', '3', '-p', 'out_dir', out)
+    assert res.returncode == 0, show(res)
+    return tmp, out
+
+ROW = 'RN18-small / digits (for C-100) / 3'
+
+def test_tab_class(class_run):
+    tmp, out = class_run
+    e = manifest(out, 'tab:class')
+    assert e['label'] == 'tab:class' and not e['missing'] and 'papermill nbs/class_unlearning.ipynb' in e['command'], e
+    assert "class '3' stands for C-100 'beaver'" in e['caption'] and 'F-MNIST' not in e['caption'], e['caption']
+    assert_files(out, e, ['md', 'tex', 'csv'])
+    t = pd.read_csv(out/e['files']['csv'], index_col=0)
+    assert list(t.columns) == ['Original', 'Gold Std', 'LoTUS', 'best'], t.columns
+    assert list(t.index) == [f'{ROW} | Avg Gap', f'{ROW} | JSD x1e4', f'{ROW} | Time (min.)'], t.index
+    assert (t['best'] == 'LoTUS').all() and t['Gold Std'].str.startswith('0.0000').iloc[0]
+    df = read_rows(out/'results.csv')
+    assert sorted(df.method) == ['gold', 'lotus', 'original'] and set(df.seed) == {1} and set(df.forget_class) == {3}, df
+    assert (df.loc[df.method == 'gold', 'acc_forget'] == 0).all(), "the gold model never saw the class"
+    cfg = json.loads(next((out/'runs').glob('lotus_seed1_*.json')).read_text())['config']
+    assert cfg['alpha'] == 32 and cfg['class_unlearning'] is True, "LoTUS ran its class variant"
+    o = outputs(tmp/'class.ipynb')
+    assert 'Avg Gap' in o and '**' in o and 'the smallest Avg Gap is LoTUS' in o
+
+def test_fig_gradcams(class_run):
+    tmp, out = class_run
+    e = manifest(out, 'fig:gradcams')
+    assert e['label'] == 'fig:gradcams' and not e['missing'] and 'papermill nbs/class_unlearning.ipynb' in e['command']
+    assert_files(out, e, ['png', 'pdf'])
+    assert "forgotten class '3'" in e['caption'] and 'LoTUS' in e['caption'] and "C-100 'beaver'" in e['caption'], e['caption']
+    assert 'Grad-CAM (RN18-small / digits (for C-100) / 3): f_orig predicts' in outputs(tmp/'class.ipynb')
+    idx = (out/'index.md').read_text()
+    assert '`tab:class`' in idx and '`fig:gradcams`' in idx
+
+def test_benchmarks_parameter(tmp_path):
+    "A selection that matches none of tab:class's benchmarks stops with the valid ones named"
+    res = papermill('class_unlearning', tmp_path/'bad.ipynb', '-y', 'benchmarks: [cifar1000]', '-p', 'out_dir', tmp_path/'out')
+    assert res.returncode != 0 and 'selects none' in res.stdout and '0: fashionmnist' in res.stdout, show(res)
+
+# ---------------------------------------------------------------- data_analysis
+
+@pytest.fixture(scope='module')
+def analysis_embedded(tmp_path_factory):
+    "data_analysis at embedded scale, with no MUFAC anywhere"
+    tmp = tmp_path_factory.mktemp('analysis_emb'); out = tmp/'paper'
+    res = papermill('data_analysis', tmp/'analysis.ipynb', '-p', 'scale', 'embedded', '-p', 'out_dir', out, env=no_data_env(tmp))
+    assert res.returncode == 0, show(res)
+    return tmp, out
+
+def test_hash_diff_embedded(analysis_embedded):
+    tmp, out = analysis_embedded
+    e = manifest(out, 'fig:hash_diff')
+    assert_files(out, e, ['png', 'pdf'])
+    assert 'digits (for C-10, C-100)' in e['caption'] and 'F-MNIST (for TinyIN)' in e['caption'] and 'phash' in e['caption'], e['caption']
+    o = outputs(tmp/'analysis.ipynb')
+    assert 'share within 8 bits' in o and 'The forget set closest to its retain set is' in o
+
+def test_mufac_missing_embedded(analysis_embedded):
+    "Without MUFAC, its two figures are manifest entries that say how to get it"
+    tmp, out = analysis_embedded
+    for label in ['fig:mufac_examples', 'fig:mufac_classes']:
+        e = manifest(out, label)
+        assert e['files'] == {} and HOW_TO_GET['mufac'] in e['missing'] and 'no embedded stand-in' in e['missing'], e
+        assert not (out/'figures'/f"{label.split(':')[1]}.png").exists()
+    assert (out/'index.md').read_text().count('**not built**') == 2
+
+@pytest.fixture(scope='module')
+def analysis_paper(tmp_path_factory):
+    "data_analysis at paper scale on fixtures: CIFAR-10 and MUFAC (1,500 forget rows, as the real one) under data_root, nothing else"
+    tmp = tmp_path_factory.mktemp('analysis_paper'); out, root = tmp/'paper', tmp/'data'
+    write_cifar10(root, per_class=10, test_per_class=2)
+    info = write_mufac(root, n_train=1530, forget_rows=1500)
+    res = papermill('data_analysis', tmp/'analysis.ipynb', '-p', 'scale', 'paper', '-p', 'data_root', root, '-y', 'download: false',
+                    '-p', 'out_dir', out, env=no_data_env(tmp))
+    assert res.returncode == 0, show(res)
+    return tmp, out, info
+
+def test_mufac_figures_paper(analysis_paper):
+    tmp, out, info = analysis_paper
+    for label in ['fig:mufac_examples', 'fig:mufac_classes']:
+        e = manifest(out, label)
+        assert not e['missing'], e
+        assert_files(out, e, ['png', 'pdf'])
+    o = outputs(tmp/'analysis.ipynb')
+    for p in (p for ps in info['planted'].values() for p in ps): assert p in o, f"planted duplicate {p} not among the pairs shown"
+    sizes = ', '.join(f"{k} {v}" for k, v in info['sizes'].items())
+    assert f"Sizes: {sizes}." in manifest(out, 'fig:mufac_classes')['caption']
+
+def test_hash_diff_paper(analysis_paper):
+    "The datasets found are drawn; the others are named, each with how to get it"
+    tmp, out, info = analysis_paper
+    e = manifest(out, 'fig:hash_diff')
+    assert_files(out, e, ['png', 'pdf'])
+    assert 'Datasets: C-10, MUFAC.' in e['caption'], e['caption']
+    assert 'cifar-100-python.tar.gz' in e['missing'] and 'tiny-imagenet-200.zip' in e['missing'] and 'MUFAC' not in e['missing'], e['missing']
+    o = outputs(tmp/'analysis.ipynb')
+    assert 'not analysed, data missing: C-100' in o and 'not analysed, data missing: TinyIN' in o

@@ -1,0 +1,110 @@
+"""nbs/unseen_sets.ipynb (tab:cifar) and nbs/ablations.ipynb (tab:gumbel, tab:alpha_search, tab:lotus_salun, fig:retain_sweep)
+run by papermill in reduced form: the artifacts, their manifest entries, the rows in the shared store, and CIFAKE missing or present."""
+import json, sys
+import pandas as pd
+import pytest
+from conftest import ROOT, run, show, read_rows
+from fixtures import write_cifar10, write_cifake
+
+ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+QUICK = ['-y', 'seeds: [1]', '-p', 'train_epochs', '3', '-y', 'benchmarks: [cifar10/resnet18]']
+
+def papermill(nb, out_nb, *args, env=None):
+    "Execute nbs/`nb`.ipynb with papermill into `out_nb`"
+    return run([sys.executable, '-m', 'papermill', ROOT/'nbs'/f'{nb}.ipynb', out_nb, '--no-progress-bar', *args],
+               env={**ONE_THREAD, **(env or {})})
+
+def outputs(out_nb) -> str:
+    "The executed notebook's code-cell outputs, as one string"
+    return json.dumps([c.get('outputs', []) for c in json.loads(out_nb.read_text())['cells'] if c['cell_type'] == 'code'])
+
+def manifest(out, label) -> dict:
+    return json.loads((out/'manifest'/f"{label.split(':')[1]}.json").read_text())
+
+@pytest.fixture(scope='module')
+def paper_dir(tmp_path_factory):
+    "Both notebooks, embedded scale, digits only, one seed, into one out_dir (the second reuses the first's models and rows)"
+    tmp = tmp_path_factory.mktemp('paper_b'); out = tmp/'paper'
+    res = papermill('unseen_sets', tmp/'unseen.ipynb', *QUICK, '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'out_dir', out)
+    assert res.returncode == 0, show(res)
+    ckpts = sorted(p.name for p in (out/'checkpoints').iterdir())
+    res = papermill('ablations', tmp/'ablations.ipynb', *QUICK, '-p', 'focus', 'cifar10/resnet18', '-y', 'alphas: [2, 8]',
+                    '-y', 'retain_pcts: [0.1, 0.3]', '-p', 'out_dir', out)
+    assert res.returncode == 0, show(res)
+    return tmp, out, ckpts
+
+def test_tab_cifar(paper_dir):
+    tmp, out, _ = paper_dir
+    e = manifest(out, 'tab:cifar')
+    assert e['label'] == 'tab:cifar' and not e['missing'] and 'papermill nbs/unseen_sets.ipynb' in e['command']
+    assert 'RN18-small / digits (for C-10)' in e['caption'] and 'PCA' in e['caption'], e['caption']
+    t = pd.read_csv(out/e['files']['csv'], index_col=0)
+    assert list(t.columns) == ['Original', 'Gold Std', 'Finetuning', 'LoTUS', 'LoTUS (synthetic D_u)', 'best'], t.columns
+    assert t['LoTUS (synthetic D_u)'].notna().all() and (t.index.str.contains('Avg Gap')).any()
+    df = read_rows(out/'results.csv')
+    syn = df[df.unseen == 'synthetic']
+    assert syn.method.tolist() == ['lotus'] and {'original', 'gold', 'finetune', 'lotus'} <= set(df.loc[df.unseen == 'heldout', 'method'])
+    # LoTUS's target came from the synthetic set: its run recorded another Acc(f_orig, D_u) than the held-out run's
+    rec = lambda r: json.loads((out/'runs'/f"lotus_seed1_{r.setup}.json").read_text())['acc_unseen']
+    held_lotus = df[(df.unseen == 'heldout') & (df.method == 'lotus')].iloc[0]
+    assert rec(syn.iloc[0]) != rec(held_lotus)
+    o = outputs(tmp/'unseen.ipynb')
+    assert 'LoTUS (synthetic D_u)' in o and '**' in o and 'Acc(f_orig, synthetic D_u)' in o
+
+def test_ablation_artifacts(paper_dir):
+    tmp, out, ckpts = paper_dir
+    for label in ['tab:gumbel', 'tab:alpha_search', 'tab:lotus_salun']:
+        e = manifest(out, label)
+        assert e['label'] == label and 'papermill nbs/ablations.ipynb' in e['command'] and 'digits' in e['caption'], e
+        for ext in ['md', 'tex', 'csv']: assert (out/e['files'][ext]).stat().st_size > 0
+    e = manifest(out, 'fig:retain_sweep')
+    assert (out/e['files']['png']).stat().st_size > 0 and (out/e['files']['pdf']).exists()
+    tg = pd.read_csv(out/'tables'/'gumbel.csv', index_col=0)
+    assert list(tg.columns) == ['RN18-small / digits (for C-10)'] and len(tg) == 4
+    ta = pd.read_csv(out/'tables'/'alpha_search.csv', index_col=0)
+    assert {'Val. gap α=2', 'Val. gap α=8', 'Selected α', 'Avg Gap (α=2)', 'Avg Gap (selected)'} <= set(ta.columns)
+    assert ta.loc['All', 'Selected α'] in (2, 8, '2', '8')
+    tl = pd.read_csv(out/'tables'/'lotus_salun.csv', index_col=0)
+    assert {'LoTUS', 'LoTUS+SalUn', 'Change (%)'} <= set(tl.columns)
+    idx = (out/'index.md').read_text()
+    for label in ['tab:cifar', 'tab:gumbel', 'tab:alpha_search', 'tab:lotus_salun', 'fig:retain_sweep']: assert f'`{label}`' in idx
+
+def test_ablation_rows(paper_dir):
+    "The variants add LoTUS rows only, reuse the models of the first notebook, and leave the shared rows alone"
+    tmp, out, ckpts = paper_dir
+    assert sorted(p.name for p in (out/'checkpoints').iterdir()) == ckpts, "no model was trained again"
+    df = read_rows(out/'results.csv')
+    assert not df.duplicated(['dataset', 'model', 'unseen', 'method', 'seed', 'setup']).any()
+    held = df[df.unseen == 'heldout']
+    # LoTUS: the default (shared with tab:cifar), gumbel=False, alpha=8, retain 0.1: four setups; LoTUS+SalUn: one
+    assert held[held.method == 'lotus'].setup.nunique() == 4, held[['method', 'setup']]
+    assert (held.method == 'lotus_salun').sum() == 1 and (held.method == 'gold').sum() == 1
+    configs = [json.loads((out/'runs'/f"lotus_seed1_{s}.json").read_text())['config'] for s in held[held.method == 'lotus'].setup]
+    assert sorted((c['gumbel'], c['alpha']) for c in configs) == [(False, 2.), (True, 2.), (True, 2.), (True, 8.)]
+    own = (out/"tables"/"digits_resnet18_small_forget10_avg_gap.csv").read_text()
+    assert "Finetuning" in own and "LoTUS+SalUn" not in own, \
+        "the ablations did not overwrite the benchmark's own table"
+
+def test_cifake_missing_then_present(tmp_path):
+    "Paper scale on a tiny CIFAR-10: without CIFAKE tab:cifar is built without its column and says how to get CIFAKE; with it, the column appears"
+    data, out = tmp_path/'data', tmp_path/'paper'
+    write_cifar10(data, per_class=6, test_per_class=2)   # 6 per class: one forget image each
+    args = ['-p', 'scale', 'paper', '-p', 'data_root', data, '-p', 'out_dir', out, '-y', 'methods: [gold, lotus]',
+            '-y', 'seeds: [1]', '-p', 'train_epochs', '1', '-y', 'benchmarks: [cifar10/resnet18]', '-p', 'device', 'cpu',
+            '-y', 'method_overrides: {lotus: {epochs: 1}}']   # the paper's full-size ResNet18 on a CPU: one epoch of everything
+    env = dict(XDG_CACHE_HOME=str(tmp_path/'cache'), LOTUS_DATA='')
+    res = papermill('unseen_sets', tmp_path/'a.ipynb', *args, env=env)
+    assert res.returncode == 0, show(res)
+    e = manifest(out, 'tab:cifar')
+    assert 'cifake' in e['missing'].lower() and 'kaggle' in e['missing'].lower(), e
+    t = pd.read_csv(out/e['files']['csv'], index_col=0)
+    assert 'LoTUS' in t and 'LoTUS (synthetic D_u)' not in t and any(i.startswith('RN18 / C-10') for i in t.index)
+    write_cifake(data, per_class=3)
+    res = papermill('unseen_sets', tmp_path/'b.ipynb', *args, env=env)
+    assert res.returncode == 0, show(res)
+    e = manifest(out, 'tab:cifar')
+    assert not e['missing'], e
+    assert 'LoTUS (synthetic D_u)' in pd.read_csv(out/e['files']['csv'], index_col=0)
+    df = read_rows(out/'results.csv')
+    assert df.loc[df.unseen == 'cifake', 'method'].tolist() == ['lotus'] and len(df) == 3
+    assert json.loads(next((out/'runs').glob('lotus_seed1_*.json')).read_text())['config']['epochs'] == 1
