@@ -36,10 +36,10 @@ def evaluate_vs_forward(dataset='fashionmnist', repeats=3):
     d = load_dataset(dataset, img_size=dflt['img_size'], train_size=dflt['train_size'])
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0), dev)
     m = to_device(create_model('resnet18_small', d.num_classes, d.in_chans, d.img_size), dev)
-    ref = reference_outputs(ts['forget'], ts['val'], m, m, reinit_copy(m))
+    ref = reference_outputs(ts['forget'], ts['unseen'], m, m, reinit_copy(m))
     splits = [ts[k] for k in ('forget', 'retain', 'test', 'val')]
     def fwd(): [predict(m, s) for s in splits]
-    def ev(): evaluate(m, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=ref)
+    def ev(): evaluate(m, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=ref)
     out = {}
     for name, f in (('forward', fwd), ('evaluate', ev)):
         f(); t = time.perf_counter()

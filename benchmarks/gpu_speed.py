@@ -150,9 +150,9 @@ def evaluate_vs_forward(model, ts, mode, repeats=3, with_evaluate=True) -> dict:
         for _ in range(repeats): fwd()
         sync(dev); out = dict(forward=(time.perf_counter() - t0)/repeats, evaluate=float('nan'))
         if with_evaluate:   # once: its CPU part (the scikit-learn attacks) is the slow one, and needs no warm-up
-            ref = reference_outputs(ts['forget'], ts['val'], model, model, reinit_copy(model))
+            ref = reference_outputs(ts['forget'], ts['unseen'], model, model, reinit_copy(model))
             sync(dev); t0 = time.perf_counter()
-            evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=ref)
+            evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=ref)
             sync(dev); out['evaluate'] = time.perf_counter() - t0
     return out
 
@@ -176,7 +176,7 @@ def agreement_checks(dev) -> list:
     def run(name, mode, graphs):
         FAST_STATS.clear()
         with fast_path(mode, graphs=graphs, min_graph_steps=1, warmup=3 if dev.type == 'cuda' else 1):
-            r = unlearn(name, m, UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=0, num_classes=shape.classes), progress=False, epochs=2)
+            r = unlearn(name, m, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=0, num_classes=shape.classes), progress=False, epochs=2)
         return r.model, dict(FAST_STATS)
     graphs, out = (True if dev.type == 'cuda' else 'emulate'), []
     def check(what, a, b, limit, st):
@@ -197,7 +197,7 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
     arch, size = model_arch(name), model_input_size(name)
     ts = synthetic_splits(shape, dev, size=size)
     f_orig = make_model(name, shape, dev)
-    task = lambda: UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=0, num_classes=shape.classes)
+    task = lambda: UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=0, num_classes=shape.classes)
     methods = [m for m in args.methods if not (m == 'finetune' and arch == 'vit' and not args.vit_finetune)]
     # on the CPU, also the fast path with emulated graphs (the graph bookkeeping, replays run eagerly), on the first model
     paths = [('plain', False, 'auto'), ('fast', True, 'auto')] + ([('fast-emulated', True, 'emulate')] if dev.type != 'cuda' and first else [])

@@ -12,7 +12,7 @@ from .data import check_choice
 from .training import get_device
 from .experiment import BenchmarkSpec, Benchmark, resolve_spec, read_results, row_id
 from .grid import plan_grid, EXECUTORS
-from .paper import plan_table, LABELS, table_benchmarks
+from .paper import plan_table, on_datasets, LABELS, table_benchmarks
 from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold, is_reference
 
 # %% auto #0
@@ -36,13 +36,15 @@ def paper_key(pb) -> str:
 
 def plan_ablation(tables=('tab:avg_gap', 'tab:cifar'), # the paper tables whose benchmarks to run
                   scale:str='embedded', data_root=None, train_epochs:int=None,
-                  benchmarks:list=None) -> list: # paper benchmarks to keep, as 'dataset/model'; None: all
+                  benchmarks:list=None, # paper benchmarks to keep, as 'dataset/model'; None: all
+                  datasets:list=None) -> list: # keep those on these datasets (stand-ins' or the paper's names); None: all
     "The distinct benchmarks behind `tables` at `scale`, each labelled with every paper benchmark it stands for"
     planned = [p for t in tables for p in plan_table(t, scale, data_root, train_epochs)]
     if benchmarks is not None:
         valid = {paper_key(p.paper) for p in planned}
         for b in benchmarks: check_choice(b, valid, 'benchmark')
         planned = [p for p in planned if paper_key(p.paper) in benchmarks]
+    planned = [p for p in planned if on_datasets(p, datasets)]
     groups = []
     for p in planned:
         g = next((g for g in groups if g[0].spec == p.spec), None)

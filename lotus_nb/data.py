@@ -315,17 +315,17 @@ def per_class_sample(y, n:int, seed:int) -> np.ndarray:
 # %% ../nbs/01_data.ipynb #6faa08f6
 @dataclass
 class Splits:
-    "Indices of the paper's sets: `forget`, `retain`, `retain_sub` into the training split; `val` ($D_u$) and `test` into the held-out split"
+    "Indices of the paper's sets: `forget`, `retain`, `retain_sub` into the training split; `unseen` ($D_u$) and `test` into the held-out split"
     forget: np.ndarray
     retain: np.ndarray
     retain_sub: np.ndarray
-    val: np.ndarray
+    unseen: np.ndarray
     test: np.ndarray
     seed: int
     forget_pct: float = None
     forget_class: int = None
     def __repr__(self):
-        return ' '.join(f"{k}={len(getattr(self,k))}" for k in ('forget','retain','retain_sub','val','test'))
+        return ' '.join(f"{k}={len(getattr(self,k))}" for k in ('forget','retain','retain_sub','unseen','test'))
 
 def check_seed(seed):
     "Refuse a seed that is not a non-negative integer"
@@ -342,7 +342,7 @@ def check_fraction(frac, what:str):
 # %% ../nbs/01_data.ipynb #13d357f3
 def make_splits(y_train, y_heldout,
                 forget_pct:float=0.1,  # fraction of each class to forget (instance unlearning)
-                seed:int=0,            # draws the forget set, the validation/test cut and the retain subset
+                seed:int=0,            # draws the forget set, the unseen/test cut and the retain subset
                 forget_class:int=None, # forget this whole class instead (class unlearning)
                 retain_pct:float=0.3): # fraction of the retain set that LoTUS and Bad Teacher see
     "The forget/retain/unseen/test index sets of one seed"
@@ -357,9 +357,9 @@ def make_splits(y_train, y_heldout,
     if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y_train)} samples)")
     if len(retain) == 0: raise ValueError("the forget set is the whole training set: nothing is left to retain")
     retain_sub = retain[stratified_sample(y_train[retain], retain_pct, seed)]
-    val = stratified_sample(y_heldout, 0.5, seed)
-    test = np.setdiff1d(np.arange(len(y_heldout)), val)
-    return Splits(forget, retain, retain_sub, val, test, seed, forget_pct, forget_class)
+    unseen = stratified_sample(y_heldout, 0.5, seed)
+    test = np.setdiff1d(np.arange(len(y_heldout)), unseen)
+    return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, forget_class)
 
 # %% ../nbs/01_data.ipynb #d084d610
 def dataset_splits(data:ImageData,
@@ -377,11 +377,11 @@ def dataset_splits(data:ImageData,
     fx, y, yh = data.fixed, np.asarray(data.y_train), np.asarray(data.y_heldout)
     forget, retain = np.sort(fx['forget']), np.sort(fx['retain'])
     retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
-    if 'val' in fx: val, test = np.asarray(fx['val']), np.asarray(fx['test'])
+    if 'unseen' in fx: unseen, test = np.asarray(fx['unseen']), np.asarray(fx['test'])
     else:                                   # `heldout_per_class` images per class each, drawn with the seed
-        n = fx['heldout_per_class']; val = per_class_sample(yh, n, seed)
-        rest = np.setdiff1d(np.arange(len(yh)), val); test = np.sort(rest[per_class_sample(yh[rest], n, seed)])
-    return Splits(forget, retain, retain_sub, val, test, seed, forget_pct, None)
+        n = fx['heldout_per_class']; unseen = per_class_sample(yh, n, seed)
+        rest = np.setdiff1d(np.arange(len(yh)), unseen); test = np.sort(rest[per_class_sample(yh[rest], n, seed)])
+    return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
 
 # %% ../nbs/01_data.ipynb #88932167
 AUGMENTS = ('none', 'crop', 'crop_flip', 'flip', 'mufac')
@@ -447,7 +447,10 @@ def prepare_batch(xb:torch.Tensor, # uint8 batch on the device
         xb = F.interpolate(xb, size=(size, size), mode='bilinear', align_corners=False, antialias=size < xb.shape[-1])
     return xb.contiguous(memory_format=torch.channels_last) if channels_last else xb
 
-def norm_tensor(v, device) -> torch.Tensor: return torch.tensor(v, device=device, dtype=torch.float32).view(1,-1,1,1)*255
+def norm_tensor(v, # per-channel mean or std, on the 0-1 scale
+                device) -> torch.Tensor:
+    "`v` as a 1 x C x 1 x 1 float tensor on `device`, scaled to 0-255 pixel values"
+    return torch.tensor(v, device=device, dtype=torch.float32).view(1,-1,1,1)*255
 
 # %% ../nbs/01_data.ipynb #fa3e32d0
 class TensorLoader:
@@ -552,14 +555,14 @@ class FileSplit:
 # %% ../nbs/01_data.ipynb #abe2bec9
 def tensor_splits(data:ImageData, splits:Splits, device='cpu',
                   size:int=None) -> dict: # resize batches to `size` (a ViT's input size)
-    "The `forget`, `retain`, `retain_sub`, `val` and `test` `TensorSplit`s of an in-memory `data`, on `device`"
+    "The `forget`, `retain`, `retain_sub`, `unseen` and `test` `TensorSplit`s of an in-memory `data`, on `device`"
     if not data.in_memory: raise TypeError(f"{data.name} is streamed from disk: use `device_splits`")
     xtr, ytr = data.x_train.to(device), data.y_train.to(device)
     xho, yho = data.x_heldout.to(device), data.y_heldout.to(device)
     kw = dict(augment=data.augment, mean=data.mean, std=data.std, size=size)
     return dict(forget=TensorSplit(xtr, ytr, splits.forget, **kw), retain=TensorSplit(xtr, ytr, splits.retain, **kw),
                 retain_sub=TensorSplit(xtr, ytr, splits.retain_sub, **kw),
-                val=TensorSplit(xho, yho, splits.val, **kw), test=TensorSplit(xho, yho, splits.test, **kw))
+                unseen=TensorSplit(xho, yho, splits.unseen, **kw), test=TensorSplit(xho, yho, splits.test, **kw))
 
 def device_splits(data:ImageData, splits:Splits, device='cpu',
                   size:int=None,          # resize batches to `size` (a ViT's input size)
@@ -569,7 +572,7 @@ def device_splits(data:ImageData, splits:Splits, device='cpu',
     kw = dict(augment=data.augment, mean=data.mean, std=data.std, size=size, device=torch.device(device), num_workers=num_workers)
     tr = lambda idx: FileSplit(data.x_train, data.y_train.cpu(), idx, **kw)
     ho = lambda idx: FileSplit(data.x_heldout, data.y_heldout.cpu(), idx, **kw)
-    return dict(forget=tr(splits.forget), retain=tr(splits.retain), retain_sub=tr(splits.retain_sub), val=ho(splits.val), test=ho(splits.test))
+    return dict(forget=tr(splits.forget), retain=tr(splits.retain), retain_sub=tr(splits.retain_sub), unseen=ho(splits.unseen), test=ho(splits.test))
 
 def unseen_split(data:ImageData, device='cpu', size:int=None):
     "Every held-out image of `data` as one split: CIFAKE's synthetic images as the unseen set $D_u$ of CIFAR-10"
@@ -904,7 +907,7 @@ def clean_mufac(frames:dict, # 'train', 'val', 'test' DataFrames from `read_mufa
 @register_dataset('mufac', model='resnet18', img_size=128, augment='mufac', mean=(0., 0., 0.), std=(1., 1., 1.), in_memory=False)
 def load_mufac(root=None, download=True,
                forget_rows:int=MUFAC_FORGET_ROWS): # rows of the raw training CSV that form the forget set
-    "MUFAC from its CSV + image-folder layout, cleaned of duplicates; fixed forget/retain/val/test sets"
+    "MUFAC from its CSV + image-folder layout, cleaned of duplicates; fixed forget/retain/unseen/test sets"
     base, _ = find_data('mufac', [f'{MUFAC_DIR}/custom_train_dataset.csv'], root)
     optional_import('imagehash', 'mufac')
     import pandas as pd
@@ -912,13 +915,13 @@ def load_mufac(root=None, download=True,
     log.info(repr(report))
     train, held = pd.concat([clean['forget'], clean['retain']]), pd.concat([clean['val'], clean['test']])
     n_f, n_v = len(clean['forget']), len(clean['val'])
-    fixed = dict(forget=np.arange(n_f), retain=np.arange(n_f, len(train)), val=np.arange(n_v), test=np.arange(n_v, len(held)))
+    fixed = dict(forget=np.arange(n_f), retain=np.arange(n_f, len(train)), unseen=np.arange(n_v), test=np.arange(n_v, len(held)))
     return ImageData('mufac', ImageFiles(train['path'], 128), torch.tensor(train['label'].values), ImageFiles(held['path'], 128),
                      torch.tensor(held['label'].values), MUFAC_CLASSES, fixed=fixed, notes=dict(cleaning=report))
 
 # %% ../nbs/01_data.ipynb #5d0b9911
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT = 5, 45, 5   # per class: forget, retain, and each of validation/test
+IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT = 5, 45, 5   # per class: forget, retain, and each of unseen/test
 IMAGE_EXTS = {'.jpeg', '.jpg', '.png'}
 
 def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_EXTS)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_experiment.ipynb #feaec607
 from __future__ import annotations
-import dataclasses, fcntl, json, logging, os
+import dataclasses, fcntl, importlib, json, logging, os
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn as nn
@@ -22,15 +22,16 @@ from .report import (is_reference, table_avg_gap, table_avg_gap_supp, table_hype
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_DEFAULTS', 'KEY', 'METRICS', 'COLUMNS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults',
-           'read_results', 'append_row', 'row_id', 'register_unseen', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec',
-           'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'prepare', 'SeedContext', 'seed_context',
-           'run_seed', 'Benchmark', 'check_checkpoints', 'run_benchmark', 'report']
+__all__ = ['log', 'BENCHMARK_DEFAULTS', 'KEY', 'METRICS', 'COLUMNS', 'UNSEEN_SOURCES', 'UNSEEN_MODULES', 'STREISAND',
+           'benchmark_defaults', 'read_results', 'append_row', 'row_id', 'register_unseen', 'load_unseen',
+           'unseen_sources', 'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class', 'Prepared',
+           'benchmark_name', 'prepare', 'SeedContext', 'seed_context', 'run_seed', 'Benchmark', 'check_checkpoints',
+           'run_benchmark', 'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
 BENCHMARK_DEFAULTS = {
     'digits': dict(train_size=None, img_size=None, augment=None, recipe=Recipe(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None)),
-    'fashionmnist': dict(train_size=10_000, img_size=14, augment='none', recipe=Recipe(epochs=40, batch_size=256, lr=0.1, warmup=2, patience=None)),
+    'fashionmnist': dict(train_size=2_500, img_size=14, augment='none', recipe=Recipe(epochs=25, batch_size=256, lr=0.1, warmup=2, patience=None)),
     'imagenet': dict(method_overrides={'lotus': {'batch_size': 256}}),   # PROTOCOL section 2: ImageNet ViT, batch 256
 }
 
@@ -74,15 +75,21 @@ def row_id(row, with_seed:bool=True) -> tuple:
 
 # %% ../nbs/08_experiment.ipynb #27bebff8
 UNSEEN_SOURCES = {}
+UNSEEN_MODULES = ('synthetic',)   # modules that register generators: imported on first use, in every process (Ray workers too)
 
 def register_unseen(name:str): # the name a `BenchmarkSpec.unseen` uses
     "Decorator: register `f(prep, splits, seed, device) -> split`, a generator of the methods' unseen set $D_u$"
     def _inner(f): UNSEEN_SOURCES[name] = f; return f
     return _inner
 
+def load_unseen() -> dict:
+    "Import every module of `UNSEEN_MODULES` (registering its generators); returns `UNSEEN_SOURCES`"
+    for m in UNSEEN_MODULES: importlib.import_module(f'lotus_nb.{m}')
+    return UNSEEN_SOURCES
+
 def unseen_sources(dataset:str) -> list:
     "The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as its $D_u$ (CIFAKE for CIFAR-10)"
-    return ['heldout', *UNSEEN_SOURCES, *[d for d in DATASETS if dataset_defaults(d).unseen_for == dataset]]
+    return ['heldout', *load_unseen(), *[d for d in DATASETS if dataset_defaults(d).unseen_for == dataset]]
 
 @dataclass
 class BenchmarkSpec:
@@ -210,7 +217,7 @@ class SeedContext:
     def evaluate(self, model, **kw) -> dict:
         "The metrics of `model` on this seed's splits, against the cached reference outputs"
         ts = self.splits
-        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['val'], ref=self.ref, **kw)
+        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=self.ref, **kw)
 
 def seed_context(prep:Prepared, seed:int, out_dir, device='cpu', cache_dir=None, progress:bool=True) -> SeedContext:
     "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
@@ -219,14 +226,14 @@ def seed_context(prep:Prepared, seed:int, out_dir, device='cpu', cache_dir=None,
     make = lambda: create_model(model, data.num_classes, data.in_chans, model_input_size(model) or data.img_size, prep.spec.pretrained)
     ts = device_splits(data, prep.splits(seed), dev, size=model_input_size(model))
     if dd.train_original:
-        f_orig, orig_meta = train_cached(orig_ck, make, ts['forget'] + ts['retain'], prep.recipe, ts['val'], seed, dev, progress)
+        f_orig, orig_meta = train_cached(orig_ck, make, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress)
     else: f_orig, orig_meta = to_device(make(), dev), dict(time_min=float('nan'), history=[])  # the pretrained model is f_orig
-    f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['val'], seed, dev, progress) if dd.gold
+    f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
                          else (None, None))
-    ref = reference_outputs(ts['forget'], ts['val'], f_gold, f_orig, reinit_copy(f_orig, seed=seed))
-    if prep.spec.unseen == 'heldout': unseen = ts['val']
+    ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed))
+    if prep.spec.unseen == 'heldout': unseen = ts['unseen']
     elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
-    else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
+    else: unseen = load_unseen()[prep.spec.unseen](prep, ts, seed, dev)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
     return SeedContext(ts, f_orig, f_gold, task, ref)

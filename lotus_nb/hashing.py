@@ -118,9 +118,9 @@ def plot_duplicate_pairs(pairs:pd.DataFrame, # `duplicate_pairs`
 
 # %% ../nbs/24_hashing.ipynb #58b6799f
 def split_class_counts(data, splits) -> pd.DataFrame: # an `ImageData` and its `Splits`
-    "Images of each class (rows, by name) in each split: forget, retain, val (the unseen set), test"
+    "Images of each class (rows, by name) in each split: forget, retain, unseen, test"
     y, yh = np.asarray(data.y_train), np.asarray(data.y_heldout)
-    parts = dict(forget=y[splits.forget], retain=y[splits.retain], val=yh[splits.val], test=yh[splits.test])
+    parts = dict(forget=y[splits.forget], retain=y[splits.retain], unseen=yh[splits.unseen], test=yh[splits.test])
     return pd.DataFrame({k: np.bincount(v, minlength=data.num_classes) for k, v in parts.items()}, index=data.classes)
 
 def plot_class_counts(counts:pd.DataFrame, # `split_class_counts`

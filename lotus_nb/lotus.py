@@ -38,11 +38,18 @@ def lotus_targets(teacher_logits:torch.Tensor, # B x K logits of the frozen teac
     hard = F.one_hot(z.argmax(-1), z.shape[-1]).to(soft.dtype)
     return torch.where(is_forget[:, None], soft, hard)
 
-def soft_cross_entropy(logits:torch.Tensor, target:torch.Tensor) -> torch.Tensor:
+def soft_cross_entropy(logits:torch.Tensor, # B x K logits of the student
+                       target:torch.Tensor  # B x K target distributions (each row sums to 1)
+                      ) -> torch.Tensor:
     "Batch mean of $-\\sum_k t_k \\log \\mathrm{softmax}(\\text{logits})_k$"
     return -(target * F.log_softmax(logits.float(), dim=-1)).sum(-1).mean()
 
-def lotus_loss(student_logits, teacher_logits, is_forget, tau_d:float, gumbel:bool=True, noise=None):
+def lotus_loss(student_logits,     # B x K logits of the student f_un
+               teacher_logits,     # B x K logits of the frozen teacher f_orig
+               is_forget,          # B booleans: the unlearning label l
+               tau_d:float,        # temperature of the forget targets, Eq. (11)
+               gumbel:bool=True,   # False: softmax with temperature (the ablation)
+               noise=None):        # B x K Exponential(1) draws for the Gumbel noise; None: drawn here
     "LoTUS's loss, Eq. (12): soft-target cross-entropy of the student against `lotus_targets`"
     return soft_cross_entropy(student_logits, lotus_targets(teacher_logits, is_forget, tau_d, gumbel, noise))
 
@@ -57,10 +64,10 @@ def legacy_stop_reached(acc_forget:float, # student accuracy on the forget set
 @dataclass
 class LotusConfig(MethodConfig):
     "LoTUS's hyperparameters (paper, section 4)"
-    optimizer: str = 'adamw'
-    lr: float = 1e-4
+    optimizer: str = 'adamw'        # AdamW, as in the paper
+    lr: float = 1e-4                # ResNet18's; ViT's is 1e-6 (`arch_defaults`)
     weight_decay: float = 5e-4
-    alpha: float = 2.               # scale of the accuracy difference in `dynamic_tau`
+    alpha: float = 2.               # scale of the accuracy difference in tau_d, Eq. (11)
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
     class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
     legacy_stop: bool = False       # the public code's rounding and early stop
@@ -69,7 +76,12 @@ class LotusConfig(MethodConfig):
 
 # %% ../nbs/05_lotus.ipynb #23e1e96b
 @register_method('lotus', LotusConfig, display='LoTUS')
-def lotus(original:nn.Module, task:UnlearnTask, cfg:LotusConfig, progress:bool=True, grad_hook=None) -> Unlearned:
+def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting point (left unchanged)
+          task:UnlearnTask,     # the forget, retain and unseen sets
+          cfg:LotusConfig,      # hyperparameters
+          progress:bool=True,   # show a progress bar
+          grad_hook=None        # `grad_hook(student)` between backward and step (LoTUS + SalUn's mask); None: none
+         ) -> Unlearned:
     "LoTUS: distil the Gumbel-perturbed teacher into the student on $D_f \\cup$ a subset of $D_r$"
     teacher, student = frozen(original), student_of(original)
     if cfg.class_unlearning: acc_unseen = 0.
@@ -99,9 +111,12 @@ def lotus(original:nn.Module, task:UnlearnTask, cfg:LotusConfig, progress:bool=T
 
 # %% ../nbs/05_lotus.ipynb #a0926e00
 def lotus_unlearn(model:nn.Module, forget, retain, unseen=None, # `Dataset`s, `DataLoader`s or splits of (x, y); `unseen` may be None for class unlearning
-                  retain_pct:float=0.3, seed:int=0, arch:str='resnet', progress:bool=True,
-                  forget_class:int=None, # the class `forget` holds, for class unlearning
-                  **hyper):
+                  retain_pct:float=0.3,  # fraction of `retain` that LoTUS distils on (a seeded subset)
+                  seed:int=0,            # seeds the retain subset, the batch order and the Gumbel noise
+                  arch:str='resnet',     # 'resnet' or 'vit': which of the paper's hyperparameters apply
+                  progress:bool=True,    # show a progress bar
+                  forget_class:int=None, # the class the forget set holds, for class unlearning
+                  **hyper):              # LotusConfig fields to override, e.g. alpha=4, epochs=5
     "Unlearn `forget` from `model` with LoTUS; returns `(model, record)`"
     res = unlearn('lotus', model, UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class),
                   arch=arch, progress=progress, **hyper)

@@ -6,9 +6,9 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import torch.nn as nn
-from .methods import UnlearnTask, Unlearned, register_method, mask_grads
+from .methods import UnlearnTask, Unlearned, register_method
 from .lotus import LotusConfig, lotus
-from .salun import saliency_mask, mask_stats
+from .salun import with_saliency
 
 # %% auto #0
 __all__ = ['LotusSalunConfig', 'lotus_salun']
@@ -22,7 +22,4 @@ class LotusSalunConfig(LotusConfig):
 @register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn')
 def lotus_salun(original:nn.Module, task:UnlearnTask, cfg:LotusSalunConfig, progress:bool=True) -> Unlearned:
     "LoTUS + SalUn: LoTUS, its gradients multiplied by SalUn's saliency mask of the forget set"
-    mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size)
-    out = lotus(original, task, cfg, progress, grad_hook=mask_grads(mask))
-    out.record.update(mask_stats(mask))
-    return out
+    return with_saliency(lotus, original, task, cfg, progress)

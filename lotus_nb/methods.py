@@ -14,9 +14,10 @@ from .training import Timer, set_seed, model_device, autocast
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'METHODS', 'METHOD_MODULES', 'UnlearnTask', 'MethodConfig', 'register_method', 'load_methods', 'list_methods',
-           'check_method', 'method_config', 'Unlearned', 'unlearn', 'student_of', 'frozen', 'make_optimizer',
-           'with_tags', 'num_classes_of', 'demo_task', 'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
+__all__ = ['log', 'METHODS', 'METHOD_MODULES', 'PAPER_ORDER', 'UnlearnTask', 'MethodConfig', 'register_method', 'load_methods',
+           'list_methods', 'check_method', 'method_config', 'Unlearned', 'unlearn', 'student_of', 'frozen',
+           'make_optimizer', 'with_tags', 'num_classes_of', 'demo_task', 'cycle', 'kl_to_targets', 'grad_sums',
+           'mask_grads']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -47,21 +48,21 @@ class UnlearnTask:
 @dataclass
 class MethodConfig:
     "Hyperparameters shared by all methods"
-    epochs: int = 10
+    epochs: int = 10           # passes over the method's training data
     batch_size: int = 128
     optimizer: str = 'sgd'     # 'sgd', 'adam' or 'adamw'
-    lr: float = 1e-3
+    lr: float = 1e-3           # learning rate
     momentum: float = 0.9      # SGD only
-    weight_decay: float = 5e-4
+    weight_decay: float = 5e-4 # L2 penalty of the optimiser (decoupled for AdamW)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32)}
     class_defaults: ClassVar[dict] = {}
 
 METHODS = {}
 METHOD_MODULES = ('gold', 'finetune', 'neggrad', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus', 'lotus_salun')
 
-def register_method(name:str,            # the name users pass to `unlearn`
+def register_method(name:str,            # the name users pass to unlearn
                     config:type=MethodConfig, # its config dataclass
-                    display:str=None,    # its column header in the paper's tables (default: `name`)
+                    display:str=None,    # its column header in the paper's tables (default: the name)
                     reference:bool=False): # True for the Original and the Gold Standard: compared with, never ranked
     "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class"
     def _inner(f):
@@ -74,9 +75,13 @@ def load_methods() -> dict:
     for m in METHOD_MODULES: importlib.import_module(f'lotus_nb.{m}')
     return METHODS
 
+# The paper's column order, by name: it must not depend on where a function was defined (a chapter that
+# re-registers `lotus` from its own cells defines it in `__main__`) or on which module was imported first.
+PAPER_ORDER = ('original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir',
+               'salun', 'lotus', 'lotus_salun')
+
 def _rank(name:str) -> tuple:
-    mod = METHODS[name].__module__.rsplit('.', 1)[-1]
-    return (METHOD_MODULES.index(mod) if mod in METHOD_MODULES else len(METHOD_MODULES), list(METHODS).index(name))
+    return (PAPER_ORDER.index(name) if name in PAPER_ORDER else len(PAPER_ORDER), list(METHODS).index(name))
 
 def list_methods(reference:bool=None) -> list: # None: all; True: the references only; False: the unlearning methods only
     "Registered method names in the paper's column order"
@@ -102,11 +107,16 @@ def method_config(name:str, arch:str='resnet', # 'resnet' or 'vit': see `arch_de
 @dataclass
 class Unlearned:
     "The result of an unlearning method: the unlearned model and a record of the run"
-    model: nn.Module
-    record: dict = field(default_factory=dict)
+    model: nn.Module           # $f_{un}$, in eval mode
+    record: dict = field(default_factory=dict) # what the method reports (`time_min`, `method`, `config`, traces)
 
-def unlearn(name:str, original:nn.Module, task:UnlearnTask, cfg=None, # None: `method_config(name, arch, kind)`
-            arch:str='resnet', progress:bool=True, **overrides) -> Unlearned:
+def unlearn(name:str,              # a registered method (`list_methods()`)
+            original:nn.Module,    # $f_{orig}$; methods work on copies and leave it unchanged
+            task:UnlearnTask,      # the sets; `task.forget_class` set means class unlearning
+            cfg=None,              # None: `method_config(name, arch, kind)`
+            arch:str='resnet',     # 'resnet' or 'vit': see `arch_defaults`
+            progress:bool=True,    # show a progress bar
+            **overrides) -> Unlearned: # config fields to override
     "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call"
     f = METHODS[check_method(name)]
     kind = 'instance' if task.forget_class is None else 'class'
@@ -132,14 +142,18 @@ def frozen(model:nn.Module) -> nn.Module:
     for p in t.parameters(): p.requires_grad_(False)
     return t
 
-def make_optimizer(params, cfg:MethodConfig) -> torch.optim.Optimizer:
+def make_optimizer(params,            # the parameters to optimise
+                   cfg:MethodConfig   # reads `optimizer`, `lr`, `momentum` and `weight_decay`
+                  ) -> torch.optim.Optimizer:
     "The optimiser named by `cfg.optimizer`, with `cfg.lr` and `cfg.weight_decay` (fused on the fast path: `new_optimizer`)"
     from lotus_nb.training import new_optimizer
     opt = check_choice(cfg.optimizer, ('sgd', 'adam', 'adamw'), 'optimizer')
     kw = dict(momentum=cfg.momentum) if opt == 'sgd' else {}
     return new_optimizer(opt, params, cfg.lr, weight_decay=cfg.weight_decay, **kw)
 
-def with_tags(first, second, batch_size:int, seed:int):
+def with_tags(first, second, # two splits; `first`'s samples get the tag True (LoTUS's and Bad Teacher's $l = 1$)
+              batch_size:int,
+              seed:int):        # seeds the shuffling and the augmentation
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"
     import numpy as np
     tags = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)]
@@ -153,7 +167,10 @@ def num_classes_of(model:nn.Module, task:UnlearnTask) -> int:
 
 # %% ../nbs/04_methods.ipynb #b7ed2c92
 def demo_task(dataset:str='digits', model:str='resnet18_small', epochs:int=15, # training of f_orig
-              forget_pct:float=0.1, seed:int=0, train_size:int=None, img_size:int=None,
+              forget_pct:float=0.1,  # fraction of the training split in the forget set
+              seed:int=0,            # seeds the splits and the training
+              train_size:int=None,   # a stratified subset of the training split of this size; None: all of it
+              img_size:int=None,     # downsample the images to this size; None: the dataset's size
               augment:str=None) -> tuple: # None: the dataset's augmentation
     "A small trained $f_{orig}$ (eval mode), its `TensorSplit`s and its `UnlearnTask`, for examples and tests"
     from lotus_nb.data import load_dataset, make_splits, tensor_splits
@@ -164,10 +181,10 @@ def demo_task(dataset:str='digits', model:str='resnet18_small', epochs:int=15, #
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed))
     set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
     meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None), seed=seed, progress=False)
-    return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=seed, num_classes=d.num_classes, original_meta=meta)
+    return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta)
 
 # %% ../nbs/04_methods.ipynb #3197bad7
-def cycle(batches):
+def cycle(batches): # a loader (or any re-iterable of batches)
     "Iterate over `batches` for ever, starting a new (reshuffled) pass each time it runs out"
     while True:
         n = 0

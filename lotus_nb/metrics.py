@@ -15,16 +15,22 @@ __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'accuracy', 'entropy', 'mia_entropy', 'eq
            'probs_of', 'reference_outputs', 'evaluate']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
-def accuracy(logits:torch.Tensor, y:torch.Tensor) -> float:
+def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
+             y:torch.Tensor       # N labels
+            ) -> float:
     "Top-1 accuracy"
     return (logits.argmax(-1) == y).float().mean().item()
 
-def entropy(probs:torch.Tensor) -> torch.Tensor:
+def entropy(probs:torch.Tensor # N x K probability rows
+           ) -> torch.Tensor:
     "Per-row Shannon entropy (nats) of probability rows"
     return -(probs * probs.clamp_min(1e-12).log()).sum(-1)
 
 # %% ../nbs/06_metrics.ipynb #805d3612
-def mia_entropy(ent_retain, ent_nonmember, ent_forget) -> float:
+def mia_entropy(ent_retain,    # output entropies on the retain set: the members
+                ent_nonmember, # output entropies on held-out data (D_u or the test set): the non-members
+                ent_forget     # output entropies on the forget set: the samples scored
+               ) -> float:
     "Fraction of forget samples that a balanced logistic regression on entropy, fitted retain (1) vs non-member (0), calls members"
     from sklearn.linear_model import LogisticRegression
     cpu = lambda t: torch.as_tensor(t).double().cpu().numpy().reshape(-1, 1)
@@ -34,13 +40,16 @@ def mia_entropy(ent_retain, ent_nonmember, ent_forget) -> float:
     return float(clf.predict(cpu(ent_forget)).mean())
 
 # %% ../nbs/06_metrics.ipynb #095211eb
-def equal_counts(a, b, seed:int=0) -> tuple:
+def equal_counts(a, b,        # two arrays of samples (first axis)
+                 seed:int=0    # seeds the two draws
+                ) -> tuple:
     "Seeded random draws of `min(len(a), len(b))` items of each of `a` and `b`"
     a, b = np.asarray(a), np.asarray(b); n = min(len(a), len(b)); rng = np.random.RandomState(seed)
     return a[rng.permutation(len(a))[:n]], b[rng.permutation(len(b))[:n]]
 
 def mia_loss_cv(loss_forget, loss_test, # per-sample cross-entropy losses on D_f and on the test set
-                n_splits:int=10, seed:int=0) -> float:
+                n_splits:int=10, # stratified shuffle splits of the cross-validation
+                seed:int=0) -> float: # seeds the equal-count draw and the splits
     "Mean CV accuracy of a logistic regression telling forget (1) from test (0) losses, equal counts: 0.5 = indistinguishable"
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedShuffleSplit
@@ -52,7 +61,9 @@ def mia_loss_cv(loss_forget, loss_test, # per-sample cross-entropy losses on D_f
     return float(np.mean([LogisticRegression().fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in cv.split(X, y)]))
 
 # %% ../nbs/06_metrics.ipynb #5e7b529a
-def modified_entropy(probs:torch.Tensor, y:torch.Tensor) -> torch.Tensor:
+def modified_entropy(probs:torch.Tensor, # N x K probability rows
+                     y:torch.Tensor      # N labels
+                    ) -> torch.Tensor:
     "Song & Mittal's (2021) modified entropy per row: $-(1-p_y)\\log p_y - \\sum_{i \\ne y} p_i \\log(1-p_i)$"
     p = probs.double(); py = p.gather(1, y[:, None].long()).squeeze(1)
     log = lambda t: t.clamp_min(1e-30).log()
@@ -60,14 +71,17 @@ def modified_entropy(probs:torch.Tensor, y:torch.Tensor) -> torch.Tensor:
 
 SVC_FEATURES = ('confidence', 'entropy', 'm_entropy')
 
-def mia_features(probs:torch.Tensor, y:torch.Tensor) -> np.ndarray:
+def mia_features(probs:torch.Tensor, # N x K probability rows
+                 y:torch.Tensor      # N labels
+                ) -> np.ndarray:
     "N x 3 features of the SVC attack: true-class confidence, entropy, modified entropy"
     conf = probs.double().gather(1, y[:, None].long()).squeeze(1)
     return torch.stack([conf, entropy(probs.double()), modified_entropy(probs, y)], 1).cpu().numpy()
 
 # %% ../nbs/06_metrics.ipynb #4ebbd563
-def mia_svc(feat_retain, feat_test, feat_forget, # N x d attack features (`mia_features`) of retain, test and forget samples
-            seed:int=0, max_fit:int=2000) -> float: # at most this many samples of each side fit the SVC (its cost is quadratic)
+def mia_svc(feat_retain, feat_test, feat_forget, # N x d attack features (from mia_features) of retain, test and forget samples
+            seed:int=0,        # seeds the equal-count draws
+            max_fit:int=2000) -> float: # at most this many samples of each side fit the SVC (its cost is quadratic)
     "Fraction of forget samples that SalUn's SVC, fitted on as many retain (member) as test (non-member) samples, calls non-members"
     from sklearn.svm import SVC
     as2d = lambda a: np.asarray(a, dtype=np.float64).reshape(len(a), -1)
@@ -81,7 +95,9 @@ def _kl_rows(p, q):
     "Per-row KL(p || q) in nats, with 0 log 0 = 0"
     return (p * (p.clamp_min(1e-12).log() - q.clamp_min(1e-12).log())).sum(-1)
 
-def js_rows(p:torch.Tensor, q:torch.Tensor) -> torch.Tensor:
+def js_rows(p:torch.Tensor, # N x K probability rows
+            q:torch.Tensor  # N x K probability rows
+           ) -> torch.Tensor:
     "Per-row Jensen-Shannon divergence (nats) of probability rows `p`, `q`"
     p, q = p.double(), q.double(); m = (p + q)/2
     return 0.5*_kl_rows(p, m) + 0.5*_kl_rows(q, m)
@@ -95,7 +111,9 @@ def jsd(p:torch.Tensor, q:torch.Tensor, # N x K probabilities of f_un and f_gold
     return (0.5*_kl_rows(M.flatten(), P.flatten()) + 0.5*_kl_rows(M.flatten(), Q.flatten())).item()/n
 
 # %% ../nbs/06_metrics.ipynb #6f05cc7d
-def class_means(probs:torch.Tensor, y:torch.Tensor, num_classes:int):
+def class_means(probs:torch.Tensor, # N x K probability rows
+                y:torch.Tensor,     # N labels (long, on the device of `probs`)
+                num_classes:int):   # number of classes K
     "Per-class mean rows of `probs` and the class counts"
     sums = torch.zeros(num_classes, probs.shape[1], dtype=torch.float64, device=probs.device).index_add_(0, y, probs.double())
     counts = torch.bincount(y, minlength=num_classes)
@@ -112,7 +130,10 @@ def rf_jsd(p_forget, y_forget, # f_un's probabilities on the forget set, and the
     return js_rows(P/P.sum(1, keepdim=True), Q/Q.sum(1, keepdim=True)).mean().item()
 
 # %% ../nbs/06_metrics.ipynb #ca9c5b7b
-def zrf(p_un:torch.Tensor, p_rand:torch.Tensor, legacy:bool=False) -> float:
+def zrf(p_un:torch.Tensor,   # N x K probabilities of f_un on the forget set
+        p_rand:torch.Tensor, # N x K probabilities of a randomly initialised network f_rand on the forget set
+        legacy:bool=False    # the authors' scale: the JS divided by the number of classes
+       ) -> float:
     "ZRF score: 1 - mean JS(f_un(x) || f_rand(x)) over the forget set"
     js = js_rows(p_un, p_rand).mean().item()
     return 1 - (js/p_un.shape[1] if legacy else js)
@@ -120,7 +141,10 @@ def zrf(p_un:torch.Tensor, p_rand:torch.Tensor, legacy:bool=False) -> float:
 # %% ../nbs/06_metrics.ipynb #c2d7d6b8
 GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_test')
 
-def avg_gap(run:dict, gold:dict, keys=GAP_KEYS) -> float:
+def avg_gap(run:dict,       # metrics of the unlearned model (the result of evaluate)
+            gold:dict,      # the same metrics of the gold standard model
+            keys=GAP_KEYS   # the metrics averaged
+           ) -> float:
     "Mean of `|run[k] - gold[k]|` over the MIA score and the forget, retain and test accuracies"
     return float(np.mean([abs(run[k] - gold[k]) for k in keys]))
 
@@ -130,14 +154,21 @@ class Reference:
     "Cached outputs of the reference models"
     gold_forget: torch.Tensor = None    # f_gold probabilities on D_f (JSD)
     orig_unseen: torch.Tensor = None    # f_orig probabilities on D_u (RF-JSD)
-    y_unseen: torch.Tensor = None
+    y_unseen: torch.Tensor = None       # the labels of D_u (RF-JSD's classes)
     rand_forget: torch.Tensor = None    # f_rand probabilities on D_f (ZRF)
 
-def probs_of(model, split, batch_size=1024):
+def probs_of(model,           # a classifier
+             split,           # a split, `Dataset` or `DataLoader` of (x, y)
+             batch_size=1024):
     "Softmax outputs and labels of `model` on `split`"
     logits, y = predict(model, split, batch_size); return logits.softmax(-1), y
 
-def reference_outputs(forget, unseen=None, f_gold=None, f_orig=None, f_rand=None, batch_size:int=1024) -> Reference:
+def reference_outputs(forget,        # D_f: split, `Dataset` or `DataLoader`
+                      unseen=None,   # D_u (for RF-JSD); None: no RF-JSD
+                      f_gold=None,   # the gold standard model (for JSD); None: no JSD
+                      f_orig=None,   # the original model (for RF-JSD); None: no RF-JSD
+                      f_rand=None,   # a randomly initialised network (for ZRF); None: no ZRF
+                      batch_size:int=1024) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     ref = Reference()
     if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size)[0]
@@ -148,10 +179,12 @@ def reference_outputs(forget, unseen=None, f_gold=None, f_orig=None, f_rand=None
 # %% ../nbs/06_metrics.ipynb #c95be42b
 def evaluate(model:nn.Module, forget, retain, test, unseen=None, # splits, `Dataset`s or `DataLoader`s
              ref:Reference=None,        # cached reference outputs; or pass the models:
-             f_gold=None, f_orig=None, f_rand=None,
+             f_gold=None, f_orig=None, f_rand=None, # the reference models, as in reference_outputs
              mia_nonmember:str='unseen', # the entropy MIA's non-members: 'unseen' ($D_u$) or 'test'
-             batch_size:int=1024, legacy_jsd:bool=False,
-             return_entropies:bool=False) -> dict:
+             batch_size:int=1024,
+             legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
+             return_entropies:bool=False # also return each split's per-sample output entropies
+            ) -> dict:
     "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD (needs gold), RF-JSD (needs orig), ZRF (needs rand)"
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
     if mia_nonmember == 'unseen' and unseen is None:

@@ -15,9 +15,9 @@ from .report import save_table, render
 # %% auto #0
 __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES', 'SYNTHETIC_UNSEEN',
            'LABELS', 'LARGE_COLS', 'PUBLISHED', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark',
-           'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing', 'write_index',
-           'table_benchmarks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pick_memorised', 'plot_fig1',
-           'metric_costs', 'table_zrf']
+           'on_datasets', 'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing',
+           'write_index', 'table_benchmarks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pick_memorised',
+           'plot_fig1', 'metric_costs', 'table_zrf']
 
 # %% ../nbs/22_paper.ipynb #07e69149
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class Planned:
     stand_in: bool
 
 def check_scale(scale:str) -> str:
+    "`scale` if it is 'embedded' or 'paper', else a `ValueError` naming both"
     if scale not in ('embedded', 'paper'): raise ValueError(f"unknown scale {scale!r}; valid scales: embedded, paper")
     return scale
 
@@ -73,13 +74,21 @@ def plan_benchmark(pb:PaperBenchmark, scale:str, data_root=None, train_epochs:in
                          train_epochs=train_epochs)
     return Planned(spec, pb, f"{LABELS[spec.model]} / {LABELS[ds]} (for {LABELS[pb.dataset]})", True)
 
-def plan_table(table:str, scale:str, data_root=None, train_epochs:int=None) -> list:
+def on_datasets(p:Planned, datasets:list=None) -> bool:
+    "Whether `p` runs on one of `datasets` (its own dataset or the paper's it stands for); None keeps every benchmark"
+    if datasets is None: return True
+    from lotus_nb.data import check_choice, DATASETS
+    for d in datasets: check_choice(d, DATASETS, 'dataset')
+    return p.spec.dataset in datasets or p.paper.dataset in datasets
+
+def plan_table(table:str, scale:str, data_root=None, train_epochs:int=None,
+               datasets:list=None) -> list: # keep the benchmarks on these datasets (stand-ins' or the paper's names); None: all
     "The `Planned` benchmarks behind `table` at `scale`, one per distinct spec (a stand-in for several paper benchmarks says so)"
     from lotus_nb.data import check_choice
     check_choice(table, PAPER_BENCHMARKS, 'table')
     out = []
     for p in (plan_benchmark(pb, scale, data_root, train_epochs) for pb in PAPER_BENCHMARKS[table]):
-        if p is None: continue
+        if p is None or not on_datasets(p, datasets): continue
         same = next((q for q in out if q.spec == p.spec), None)
         if same is None: out.append(p)
         else: same.label = same.label[:-1] + ', ' + LABELS[p.paper.dataset] + ')'

@@ -110,7 +110,7 @@ class AuditSetup:
     data: object
     pool: np.ndarray      # candidate indices into the training split
     base: np.ndarray      # always trained on, never forgotten (each shadow's retain set)
-    val: np.ndarray       # held-out indices: the methods' unseen set D_u (and the entropy MIA's non-members)
+    unseen: np.ndarray    # held-out indices: the methods' unseen set D_u (and the entropy MIA's non-members)
     test: np.ndarray      # held-out indices: the population attacks' test set
     member: np.ndarray    # shadows x pool booleans (`shadow_membership`)
     recipe: Recipe
@@ -121,12 +121,12 @@ class AuditSetup:
     def shadow_seed(self, k:int) -> int: return 1000*self.seed + k
     def forget(self, k:int) -> np.ndarray: return self.pool[self.member[k]]
     def splits(self, device='cpu') -> dict:
-        "`TensorSplit`s of the pool, base, val and test on `device`, and `train(idx)` for any training indices"
+        "`TensorSplit`s of the pool, base, unseen and test on `device`, and `train(idx)` for any training indices"
         d, dev = self.data, torch.device(device)
         xtr, ytr, xho, yho = d.x_train.to(dev), d.y_train.to(dev), d.x_heldout.to(dev), d.y_heldout.to(dev)
         tr = lambda idx: TensorSplit(xtr, ytr, np.asarray(idx), d.augment, d.mean, d.std)
         ho = lambda idx: TensorSplit(xho, yho, np.asarray(idx), d.augment, d.mean, d.std)
-        return dict(pool=tr(self.pool), base=tr(self.base), val=ho(self.val), test=ho(self.test), train=tr)
+        return dict(pool=tr(self.pool), base=tr(self.base), unseen=ho(self.unseen), test=ho(self.test), train=tr)
 
 def prepare_audit(dataset:str='fashionmnist', model:str='resnet18_small',
                   shadows:int=16,       # shadow models: an even number, at least 4
@@ -154,7 +154,7 @@ def prepare_audit(dataset:str='fashionmnist', model:str='resnet18_small',
     recipe = recipe or dflt['recipe']
     ident = dict(dataset=dataset, model=model, train_size=dflt['train_size'], img_size=dflt['img_size'], augment=data.augment,
                  recipe=dataclasses.asdict(recipe), pool=pool.tolist(), base=base.tolist())
-    return AuditSetup(dataset, model, data, pool, base, held(sp.val), held(sp.test), shadow_membership(len(pool), shadows, seed),
+    return AuditSetup(dataset, model, data, pool, base, held(sp.unseen), held(sp.test), shadow_membership(len(pool), shadows, seed),
                       recipe, seed, ident)
 
 # %% ../nbs/21_privacy.ipynb #b1eae75e
@@ -176,7 +176,7 @@ def shadow_paths(setup:AuditSetup, k:int, out_dir) -> tuple:
 def score_path(setup:AuditSetup, k:int, method:str, cfg, out_dir) -> Path:
     "Cache path of method `method`'s scores and metrics on shadow `k`"
     key = cache_key(orig=shadow_paths(setup, k, out_dir)[0].name, method=method, cfg=dataclasses.asdict(cfg),
-                    val=setup.val.tolist(), test=setup.test.tolist())
+                    val=setup.unseen.tolist(), test=setup.test.tolist())  # key name `val` kept: earlier runs' cached scores
     return Path(out_dir)/'scores'/f"{method}_{k}_{key}.npz"
 
 def load_scores(path) -> tuple:
@@ -199,12 +199,12 @@ def shadow_runs(setup:AuditSetup, k:int, methods, out_dir, device='cpu', cfgs:di
         forget, seed = sp['train'](setup.forget(k)), setup.shadow_seed(k)
         orig_ck, gold_ck = shadow_paths(setup, k, out_dir)
         f_orig, meta = train_cached(orig_ck, make, forget + sp['base'], setup.recipe, None, seed, dev, progress)
-        task = UnlearnTask(forget, sp['base'], sp['val'], seed=seed, num_classes=d.num_classes, original_meta=meta,
+        task = UnlearnTask(forget, sp['base'], sp['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta,
                            retrain=lambda: train_cached(gold_ck, make, sp['base'], setup.recipe, None, seed, dev, progress))
         for m in todo:
             model = unlearn(m, f_orig, task, cfgs[m], model_arch(setup.model), progress=progress).model
             scores = logit_conf(*predict(model, sp['pool'])).cpu().numpy()
-            ev = evaluate(model, forget, sp['base'], sp['test'], sp['val'])
+            ev = evaluate(model, forget, sp['base'], sp['test'], sp['unseen'])
             save_npz(paths[m], scores=scores, metrics=np.array(json.dumps({c: ev[c] for c in POP_METRICS})))
     return {m: load_scores(paths[m]) for m in methods}
 

@@ -14,7 +14,7 @@ from .methods import UnlearnTask, Unlearned, register_method, student_of, grad_s
 from .random_label import RandomLabelConfig, random_label
 
 # %% auto #0
-__all__ = ['saliency_mask', 'mask_stats', 'SalunConfig', 'salun', 'masked_grads_zero']
+__all__ = ['saliency_mask', 'mask_stats', 'with_saliency', 'SalunConfig', 'salun', 'masked_grads_zero']
 
 # %% ../nbs/17_salun.ipynb #0173e016
 def saliency_mask(model:nn.Module, forget, # split, `Dataset` or `DataLoader` of the forget set
@@ -33,6 +33,14 @@ def mask_stats(mask:dict) -> dict:
     "How many entries `mask` keeps trainable, out of how many: for a method's record"
     return dict(mask_kept=int(sum(m.sum().item() for m in mask.values())), mask_size=sum(m.numel() for m in mask.values()))
 
+def with_saliency(method, # an unlearning function `f(original, task, cfg, progress, grad_hook=...) -> Unlearned`
+                  original:nn.Module, task:UnlearnTask, cfg, progress:bool=True) -> Unlearned:
+    "Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the mask's size goes in the record"
+    mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size)
+    out = method(original, task, cfg, progress, grad_hook=mask_grads(mask))
+    out.record.update(mask_stats(mask))
+    return out
+
 # %% ../nbs/17_salun.ipynb #f51ab9f1
 @dataclass
 class SalunConfig(RandomLabelConfig):
@@ -45,10 +53,7 @@ class SalunConfig(RandomLabelConfig):
 @register_method('salun', SalunConfig, display='SalUn')
 def salun(original:nn.Module, task:UnlearnTask, cfg:SalunConfig, progress:bool=True) -> Unlearned:
     "SalUn: Random Labeling with the gradients multiplied by the saliency mask of the forget set"
-    mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size)
-    out = random_label(original, task, cfg, progress, grad_hook=mask_grads(mask))
-    out.record.update(mask_stats(mask))
-    return out
+    return with_saliency(random_label, original, task, cfg, progress)
 
 # %% ../nbs/17_salun.ipynb #9d1c272f
 def masked_grads_zero(mask:dict, # parameter name -> 0/1 tensor, in `named_parameters()` order

@@ -70,5 +70,5 @@ def synthetic_split(data, # an in-memory `ImageData`
 def synthetic_unseen(prep, splits:dict, seed:int, device) -> TensorSplit:
     "The methods' $D_u$ of a benchmark with `unseen='synthetic'`: as many images per class as its held-out $D_u$, generated from its training split"
     train = np.concatenate([splits['forget'].idx, splits['retain'].idx])
-    counts = np.bincount(splits['val'].labels.cpu().numpy(), minlength=prep.data.num_classes)
-    return synthetic_split(prep.data, train, counts, seed, device, like=splits['val'])
+    counts = np.bincount(splits['unseen'].labels.cpu().numpy(), minlength=prep.data.num_classes)
+    return synthetic_split(prep.data, train, counts, seed, device, like=splits['unseen'])

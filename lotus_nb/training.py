@@ -38,7 +38,9 @@ def autocast(device, cache:bool=True) -> contextlib.AbstractContextManager: # `c
     device = torch.device(device)
     return torch.autocast('cuda', dtype=torch.bfloat16, cache_enabled=cache) if device.type == 'cuda' else contextlib.nullcontext()
 
-def model_device(model:nn.Module) -> torch.device: return next(model.parameters()).device
+def model_device(model:nn.Module) -> torch.device:
+    "The device of `model`'s (first) parameter"
+    return next(model.parameters()).device
 
 def to_device(model:nn.Module, device) -> nn.Module:
     "Move `model` to `device`, in `channels_last` format on CUDA"

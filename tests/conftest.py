@@ -32,9 +32,21 @@ def run(cmd, timeout=600, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
             except ProcessLookupError: pass
     return subprocess.CompletedProcess(cmd, p.returncode, out)
 
+ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+
+def run_nb(nb: str, out_nb, *args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    "Execute nbs/`nb`.ipynb with papermill into `out_nb`, passing `args` (-p/-y ...), one thread per process"
+    return run([sys.executable, '-m', 'papermill', ROOT/'nbs'/f'{nb}.ipynb', out_nb, '--no-progress-bar', *args],
+               timeout=timeout, env={**ONE_THREAD, **(env or {})})
+
 def papermill(out_nb, *args, timeout=600) -> subprocess.CompletedProcess:
     "Execute nbs/experiments.ipynb with papermill into `out_nb`, passing `args` (-p/-y ...)"
-    return run([sys.executable, '-m', 'papermill', EXPERIMENTS_NB, out_nb, '--no-progress-bar', *args], timeout=timeout)
+    return run_nb('experiments', out_nb, *args, timeout=timeout)
+
+def outputs(out_nb) -> str:
+    "The executed notebook's code-cell outputs, as one string"
+    import json
+    return json.dumps([c.get('outputs', []) for c in json.loads(Path(out_nb).read_text())['cells'] if c['cell_type'] == 'code'])
 
 def show(res: subprocess.CompletedProcess, tail: int = 20_000) -> str:
     "The command and the tail of its output, for assertion messages"

@@ -144,7 +144,7 @@ def test_mufac_cleaning(tmp_path):
     sp = dataset_splits(d, seed=3407)
     assert [Path(p).name for p in d.x_train.paths[sp.forget]] == first
     assert np.array_equal(sp.forget, dataset_splits(d, seed=13).forget) and np.array_equal(sp.test, dataset_splits(d, seed=13).test)
-    assert (len(sp.forget), len(sp.retain), len(sp.val), len(sp.test)) == tuple(info['sizes'].values())
+    assert (len(sp.forget), len(sp.retain), len(sp.unseen), len(sp.test)) == tuple(info['sizes'].values())
     with pytest.raises(ValueError, match='class unlearning'): dataset_splits(d, forget_class=1)
     check_aligned(d, sp)
     xb, yb = next(iter(device_splits(d, sp)['retain'].loader(6, train=True)))           # flip + affine + jitter on the device
@@ -178,16 +178,16 @@ def test_imagenet_selection(tmp_path, val_layout):
     d = load_dataset('imagenet', root=tmp_path)
     assert (len(d.y_train), len(d.y_heldout), d.classes, d.in_memory) == (150, 33, ['class 0', 'class 1', 'class 2'], False)
     sp = dataset_splits(d, seed=3407)
-    assert (len(sp.forget), len(sp.retain), len(sp.val), len(sp.test)) == (15, 135, 15, 15)
+    assert (len(sp.forget), len(sp.retain), len(sp.unseen), len(sp.test)) == (15, 135, 15, 15)
     for c, w in enumerate(sorted(p.name for p in (tmp_path/'imagenet'/'train').iterdir())):
         files = sorted(p.name for p in (tmp_path/'imagenet'/'train'/w).iterdir())
         mine = lambda idx: [Path(p).name for p in d.x_train.paths[idx] if Path(p).parent.name == w]
         assert mine(sp.forget) == files[:5] and mine(sp.retain) == files[5:50]   # first 5 forget, next 45 retain
-    assert np.bincount(d.y_heldout[sp.val]).tolist() == [5]*3 and np.intersect1d(sp.val, sp.test).size == 0
-    assert not np.array_equal(sp.val, dataset_splits(d, seed=13).val) and np.array_equal(sp.forget, dataset_splits(d, seed=13).forget)
+    assert np.bincount(d.y_heldout[sp.unseen]).tolist() == [5]*3 and np.intersect1d(sp.unseen, sp.test).size == 0
+    assert not np.array_equal(sp.unseen, dataset_splits(d, seed=13).unseen) and np.array_equal(sp.forget, dataset_splits(d, seed=13).forget)
     assert torch.equal(label_of(torch.stack([d.x_heldout[i] for i in range(33)])), d.y_heldout)
     ds = device_splits(d, sp)
-    for name in ('forget', 'val', 'test'):
+    for name in ('forget', 'unseen', 'test'):
         read, served = labels_in(ds[name], D.IMAGENET_MEAN, D.IMAGENET_STD, batch_size=16)
         assert torch.equal(read, served), name
     xb, _ = next(iter(ds['forget'].loader(2)))

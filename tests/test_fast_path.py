@@ -108,7 +108,7 @@ def cuda_task(n=2400, classes=10, seed=0):
     d = ImageData('synthetic', x, y, xh, yh, [str(c) for c in range(classes)])
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=seed), 'cuda')
     set_seed(seed); m = to_device(create_model('resnet18_small', classes), 'cuda').eval()
-    return m, ts, UnlearnTask(ts['forget'], ts['retain'], ts['val'], seed=seed, num_classes=classes)
+    return m, ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=classes)
 
 def rel_diff(fast, plain, start) -> float:
     "How far the fast run's weights are from the plain run's, relative to how far training moved them"

@@ -1,9 +1,8 @@
 "Every notebook's tests pass (nbdev_test; `slow`/`cuda` cells and skip_exec notebooks are skipped by nbdev)"
-from conftest import run, script, show
+from conftest import run, script, show, ONE_THREAD
 
 # One torch thread per worker: two workers each spinning a per-core OpenMP pool on a 2-core machine run
 # the notebooks ~15x slower (minutes instead of seconds).
-ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
 
 def test_nbdev_test():
     res = run([script('nbdev_test'), '--n_workers', '2', '--timing'], timeout=15*60, env=ONE_THREAD)

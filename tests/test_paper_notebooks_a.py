@@ -1,24 +1,13 @@
 """nbs/class_unlearning.ipynb (tab:class, fig:gradcams) and nbs/data_analysis.ipynb (fig:hash_diff, fig:mufac_examples,
 fig:mufac_classes) run by papermill in reduced form: the artifacts, their manifest entries, and the notes on missing data."""
-import json, sys
-from pathlib import Path
+import json
 import pandas as pd
 import pytest
-from conftest import ROOT, run, show, read_rows
+from conftest import run_nb, outputs, show, read_rows
 from fixtures import write_cifar10, write_mufac
 from lotus_nb.data import HOW_TO_GET
 
-ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
 PNG = b'\x89PNG\r\n\x1a\n'
-
-def papermill(nb, out_nb, *args, env=None):
-    "Execute nbs/`nb`.ipynb with papermill into `out_nb`"
-    return run([sys.executable, '-m', 'papermill', ROOT/'nbs'/f'{nb}.ipynb', out_nb, '--no-progress-bar', *args],
-               env={**ONE_THREAD, **(env or {})})
-
-def outputs(out_nb) -> str:
-    "The executed notebook's code-cell outputs, as one string"
-    return json.dumps([c.get('outputs', []) for c in json.loads(Path(out_nb).read_text())['cells'] if c['cell_type'] == 'code'])
 
 def manifest(out, label) -> dict:
     return json.loads((out/'manifest'/f"{label.split(':')[1]}.json").read_text())
@@ -40,7 +29,7 @@ def assert_files(out, e, exts):
 def class_run(tmp_path_factory):
     "class_unlearning, embedded, the digits stand-in only, one seed, Original/Gold/LoTUS, 3 training epochs"
     tmp = tmp_path_factory.mktemp('class'); out = tmp/'paper'
-    res = papermill('class_unlearning', tmp/'class.ipynb', '-p', 'scale', 'embedded', '-y', 'benchmarks: [digits]', '-y', 'seeds: [1]',
+    res = run_nb('class_unlearning', tmp/'class.ipynb', '-p', 'scale', 'embedded', '-y', 'benchmarks: [digits]', '-y', 'seeds: [1]',
                     '-y', 'methods: [original, gold, lotus]', '-p', 'train_epochs', '3', '-p', 'out_dir', out)
     assert res.returncode == 0, show(res)
     return tmp, out
@@ -77,7 +66,7 @@ def test_fig_gradcams(class_run):
 
 def test_benchmarks_parameter(tmp_path):
     "A selection that matches none of tab:class's benchmarks stops with the valid ones named"
-    res = papermill('class_unlearning', tmp_path/'bad.ipynb', '-y', 'benchmarks: [cifar1000]', '-p', 'out_dir', tmp_path/'out')
+    res = run_nb('class_unlearning', tmp_path/'bad.ipynb', '-y', 'benchmarks: [cifar1000]', '-p', 'out_dir', tmp_path/'out')
     assert res.returncode != 0 and 'selects none' in res.stdout and '0: fashionmnist' in res.stdout, show(res)
 
 # ---------------------------------------------------------------- data_analysis
@@ -86,7 +75,7 @@ def test_benchmarks_parameter(tmp_path):
 def analysis_embedded(tmp_path_factory):
     "data_analysis at embedded scale, with no MUFAC anywhere"
     tmp = tmp_path_factory.mktemp('analysis_emb'); out = tmp/'paper'
-    res = papermill('data_analysis', tmp/'analysis.ipynb', '-p', 'scale', 'embedded', '-p', 'out_dir', out, env=no_data_env(tmp))
+    res = run_nb('data_analysis', tmp/'analysis.ipynb', '-p', 'scale', 'embedded', '-p', 'out_dir', out, env=no_data_env(tmp))
     assert res.returncode == 0, show(res)
     return tmp, out
 
@@ -113,7 +102,7 @@ def analysis_paper(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('analysis_paper'); out, root = tmp/'paper', tmp/'data'
     write_cifar10(root, per_class=10, test_per_class=2)
     info = write_mufac(root, n_train=1530, forget_rows=1500)
-    res = papermill('data_analysis', tmp/'analysis.ipynb', '-p', 'scale', 'paper', '-p', 'data_root', root, '-y', 'download: false',
+    res = run_nb('data_analysis', tmp/'analysis.ipynb', '-p', 'scale', 'paper', '-p', 'data_root', root, '-y', 'download: false',
                     '-p', 'out_dir', out, env=no_data_env(tmp))
     assert res.returncode == 0, show(res)
     return tmp, out, info
@@ -126,7 +115,7 @@ def test_mufac_figures_paper(analysis_paper):
         assert_files(out, e, ['png', 'pdf'])
     o = outputs(tmp/'analysis.ipynb')
     for p in (p for ps in info['planted'].values() for p in ps): assert p in o, f"planted duplicate {p} not among the pairs shown"
-    sizes = ', '.join(f"{k} {v}" for k, v in info['sizes'].items())
+    sizes = ', '.join(f"{'unseen' if k == 'val' else k} {v}" for k, v in info['sizes'].items())  # MUFAC's val CSV is D_u
     assert f"Sizes: {sizes}." in manifest(out, 'fig:mufac_classes')['caption']
 
 def test_hash_diff_paper(analysis_paper):

@@ -1,22 +1,12 @@
 """nbs/unseen_sets.ipynb (tab:cifar) and nbs/ablations.ipynb (tab:gumbel, tab:alpha_search, tab:lotus_salun, fig:retain_sweep)
 run by papermill in reduced form: the artifacts, their manifest entries, the rows in the shared store, and CIFAKE missing or present."""
-import json, sys
+import json
 import pandas as pd
 import pytest
-from conftest import ROOT, run, show, read_rows
+from conftest import run_nb, outputs, show, read_rows
 from fixtures import write_cifar10, write_cifake
 
-ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
 QUICK = ['-y', 'seeds: [1]', '-p', 'train_epochs', '3', '-y', 'benchmarks: [cifar10/resnet18]']
-
-def papermill(nb, out_nb, *args, env=None):
-    "Execute nbs/`nb`.ipynb with papermill into `out_nb`"
-    return run([sys.executable, '-m', 'papermill', ROOT/'nbs'/f'{nb}.ipynb', out_nb, '--no-progress-bar', *args],
-               env={**ONE_THREAD, **(env or {})})
-
-def outputs(out_nb) -> str:
-    "The executed notebook's code-cell outputs, as one string"
-    return json.dumps([c.get('outputs', []) for c in json.loads(out_nb.read_text())['cells'] if c['cell_type'] == 'code'])
 
 def manifest(out, label) -> dict:
     return json.loads((out/'manifest'/f"{label.split(':')[1]}.json").read_text())
@@ -25,10 +15,10 @@ def manifest(out, label) -> dict:
 def paper_dir(tmp_path_factory):
     "Both notebooks, embedded scale, digits only, one seed, into one out_dir (the second reuses the first's models and rows)"
     tmp = tmp_path_factory.mktemp('paper_b'); out = tmp/'paper'
-    res = papermill('unseen_sets', tmp/'unseen.ipynb', *QUICK, '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'out_dir', out)
+    res = run_nb('unseen_sets', tmp/'unseen.ipynb', *QUICK, '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'out_dir', out)
     assert res.returncode == 0, show(res)
     ckpts = sorted(p.name for p in (out/'checkpoints').iterdir())
-    res = papermill('ablations', tmp/'ablations.ipynb', *QUICK, '-p', 'focus', 'cifar10/resnet18', '-y', 'alphas: [2, 8]',
+    res = run_nb('ablations', tmp/'ablations.ipynb', *QUICK, '-p', 'focus', 'cifar10/resnet18', '-y', 'alphas: [2, 8]',
                     '-y', 'retain_pcts: [0.1, 0.3]', '-p', 'out_dir', out)
     assert res.returncode == 0, show(res)
     return tmp, out, ckpts
@@ -93,14 +83,14 @@ def test_cifake_missing_then_present(tmp_path):
             '-y', 'seeds: [1]', '-p', 'train_epochs', '1', '-y', 'benchmarks: [cifar10/resnet18]', '-p', 'device', 'cpu',
             '-y', 'method_overrides: {lotus: {epochs: 1}}']   # the paper's full-size ResNet18 on a CPU: one epoch of everything
     env = dict(XDG_CACHE_HOME=str(tmp_path/'cache'), LOTUS_DATA='')
-    res = papermill('unseen_sets', tmp_path/'a.ipynb', *args, env=env)
+    res = run_nb('unseen_sets', tmp_path/'a.ipynb', *args, env=env)
     assert res.returncode == 0, show(res)
     e = manifest(out, 'tab:cifar')
     assert 'cifake' in e['missing'].lower() and 'kaggle' in e['missing'].lower(), e
     t = pd.read_csv(out/e['files']['csv'], index_col=0)
     assert 'LoTUS' in t and 'LoTUS (synthetic D_u)' not in t and any(i.startswith('RN18 / C-10') for i in t.index)
     write_cifake(data, per_class=3)
-    res = papermill('unseen_sets', tmp_path/'b.ipynb', *args, env=env)
+    res = run_nb('unseen_sets', tmp_path/'b.ipynb', *args, env=env)
     assert res.returncode == 0, show(res)
     e = manifest(out, 'tab:cifar')
     assert not e['missing'], e

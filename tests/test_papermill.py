@@ -72,3 +72,18 @@ def test_parameters_reach_notebook(tmp_path):
     hist = json.loads(next((tmp_path/'res'/'runs').glob('gold_seed5_*.json')).read_text())['history']
     assert len(hist) == 5, "train_epochs caps the gold model's training"
 
+
+def test_tinyimagenet_from_its_tree(tmp_path):
+    """`-p dataset tinyimagenet -p data_root DIR -p train_epochs 1` on a folder in the standard `tiny-imagenet-200/`
+    layout: the paper's defaults (ResNet18 with the CIFAR stem, 64 px) run end to end on CPU"""
+    from lotus_nb.data import write_tinyimagenet
+    data = tmp_path/'data'; write_tinyimagenet(data, n_classes=3, per_class=6, n_val=9)
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'tinyimagenet', '-p', 'data_root', data, '-p', 'train_epochs', '1',
+                    '-y', 'seeds: [3407]', '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'out_dir', tmp_path/'res',
+                    '-y', 'method_overrides: {finetune: {epochs: 1}, lotus: {epochs: 1}}', timeout=1200)
+    assert res.returncode == 0, show(res)
+    df = read_rows(tmp_path/'res'/'results.csv')
+    assert sorted(df.method) == ['finetune', 'gold', 'lotus', 'original'] and set(df.dataset) == {'tinyimagenet'}, df
+    assert set(df.model) == {'resnet18'}, "model='auto' is the paper's ResNet18 on TinyImageNet"
+    hist = json.loads(next((tmp_path/'res'/'runs').glob('gold_seed3407_*.json')).read_text())['history']
+    assert len(hist) == 1, "train_epochs caps the gold model's training"

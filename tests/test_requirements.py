@@ -35,7 +35,6 @@ SOFT = {
 # Extras declared before any module uses them (their features are being written). Once a module calls
 # optional_import for one, the test fails until its entry is removed here, so the list cannot go stale.
 PENDING_EXTRAS = {
-    'gradcam': 'Grad-CAM figures (optional_import("pytorch_grad_cam", "gradcam"))',
 }
 
 def settings():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set-up of a fresh Debian x86_64 machine with Python 3.11: the Fashion-MNIST data package,
+# Set-up of a fresh Debian x86_64 machine with Python 3.11: the Fashion-MNIST data package, Chromium and MathJax,
 # torch/torchvision at their pinned versions, and lotus_nb (editable) with its dev tools and every optional engine
 # (`.[dev,all]`: the tests exercise Ray, grad-cam and imagehash too).
 # Idempotent: when everything is already in place it checks and returns in a few seconds.
@@ -10,12 +10,17 @@ REPO="$(pwd -P)"
 PY="${PYTHON:-python}"
 FMNIST=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 
-# 1. Fashion-MNIST from the Debian archive: only when missing, only as root with apt-get
-if [ ! -f "$FMNIST" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing dataset-fashion-mnist"
+# 1. From the Debian archive, only what is missing, only as root with apt-get: Fashion-MNIST, and Chromium and
+#    MathJax for the documentation check (tools/build_docs.py, tests/test_docs.py)
+APT=()
+[ -f "$FMNIST" ] || APT+=(dataset-fashion-mnist)
+[ -x /usr/bin/chromium ] || APT+=(chromium)
+[ -f /usr/share/javascript/mathjax/MathJax.js ] || APT+=(libjs-mathjax)
+if [ "${#APT[@]}" -gt 0 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${APT[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq dataset-fashion-mnist >/dev/null
+    apt-get install -y -qq "${APT[@]}" >/dev/null
 fi
 
 # The checks below run from / so that the checkout itself is not on sys.path.
