@@ -184,8 +184,6 @@ def test_sidebar_lists_every_notebook():
     assert not any(x in flat for x in ('.yml', '.css')), flat
     assert bd.settings().get('custom_sidebar') == 'True'
 
-@pytest.mark.xfail(strict=True, reason="22_paper/paper and 26_ablations/ablations are both rendered to paper.html and "
-                   "ablations.html (nbdev drops the number prefix): one of each pair must be renamed")
 def test_page_names_unique():
     "No two notebooks are rendered to the same page"
     assert bd.page_collisions() == {}

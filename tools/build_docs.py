@@ -395,7 +395,7 @@ def shrink(png:Path, max_width:int=720, max_height:int=3600):
     im = Image.open(png).convert('RGB')
     if im.width > max_width: im = im.resize((max_width, round(im.height*max_width/im.width)), Image.LANCZOS)
     if im.height > max_height: im = im.crop((0, 0, im.width, max_height))
-    im.quantize(64, method=Image.Quantize.MEDIANCUT).save(png, optimize=True)
+    im.quantize(128, method=Image.Quantize.FASTOCTREE).save(png, optimize=True)
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
