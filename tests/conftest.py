@@ -1,5 +1,5 @@
 "Shared helpers of the test suite: the repository root, console scripts, subprocess runs, results files"
-import os, shutil, signal, subprocess, sys
+import json, os, shutil, signal, subprocess, sys
 from pathlib import Path
 import pandas as pd
 import pytest
@@ -45,7 +45,6 @@ def papermill(out_nb, *args, timeout=600) -> subprocess.CompletedProcess:
 
 def outputs(out_nb) -> str:
     "The executed notebook's code-cell outputs, as one string"
-    import json
     return json.dumps([c.get('outputs', []) for c in json.loads(Path(out_nb).read_text())['cells'] if c['cell_type'] == 'code'])
 
 def show(res: subprocess.CompletedProcess, tail: int = 20_000) -> str:
