@@ -36,7 +36,7 @@ def test_readme_is_generated_from_index(tmp_path):
     want, have = out.read_text(encoding='utf-8'), (ROOT/'README.md').read_text(encoding='utf-8')
     diff = ''.join(list(difflib.unified_diff(have.splitlines(True), want.splitlines(True), 'README.md', 'generated'))[:80])
     assert have == want, f"README.md is out of date with nbs/index.ipynb: run `python tools/make_readme.py`\n{diff}"
-    for heading in ['## Install', '## The two commands', '## API', '## Paper scale', '## Development']:
+    for heading in ['## Install', '## The two commands', '## API', "## The paper's datasets", '## The paper, regenerated', '## Development']:
         assert re.search(f'^{heading}$', want, re.M), f"{heading!r} missing from the README"
     assert 'pip install lotus_nb' in want and 'pip install -e ".[dev,all]"' in want
     for extra in [*engine_extras(settings()), 'all']: assert f'lotus_nb[{extra}]' in want, f"the README does not name the {extra!r} extra"
