@@ -30,14 +30,18 @@ PUBLISHED_TEXT = {
 }
 
 # %% ../nbs/26_ablation_study.ipynb #7190a784
-def paper_key(pb) -> str:
+def paper_key(pb # a PaperBenchmark (dataset, model of a paper table column)
+              ) -> str:
     "The name of a paper benchmark in `benchmarks` arguments: 'cifar10/resnet18'"
     return f"{pb.dataset}/{pb.model}"
 
 def plan_ablation(tables=('tab:avg_gap', 'tab:cifar'), # the paper tables whose benchmarks to run
-                  scale:str='embedded', data_root=None, train_epochs:int=None,
-                  benchmarks:list=None, # paper benchmarks to keep, as 'dataset/model'; None: all
-                  datasets:list=None) -> list: # keep those on these datasets (stand-ins' or the paper's names); None: all
+                  scale:str='embedded',  # 'embedded' (laptop stand-ins) or 'paper'
+                  data_root=None,        # where the paper-scale datasets live; None: the default search (unused when embedded)
+                  train_epochs:int=None, # epochs of f_orig and f_gold training; None: each benchmark's default
+                  benchmarks:list=None,  # paper benchmarks to keep, as 'dataset/model'; None: all
+                  datasets:list=None,    # keep those on these datasets (stand-ins' or the paper's names); None: all
+                  ) -> list:             # Planned benchmarks, one per distinct spec
     "The distinct benchmarks behind `tables` at `scale`, each labelled with every paper benchmark it stands for"
     planned = [p for t in tables for p in plan_table(t, scale, data_root, train_epochs)]
     if benchmarks is not None:
@@ -57,18 +61,26 @@ def plan_ablation(tables=('tab:avg_gap', 'tab:cifar'), # the paper tables whose 
     return [merged(g) for g in groups]
 
 # %% ../nbs/26_ablation_study.ipynb #b6b35460
-def lotus_variant(spec:BenchmarkSpec, retain_pct:float=None, # None: the benchmark's
-                  method:str='lotus',  # the method whose hyperparameters change
-                  **hyper) -> BenchmarkSpec:  # LoTUS's hyperparameters, e.g. gumbel=False, alpha=8
+def lotus_variant(spec:BenchmarkSpec,      # the main benchmark the variant changes
+                  retain_pct:float=None,  # fraction of D_r the method sees; None: the benchmark's
+                  method:str='lotus',     # the method whose hyperparameters change
+                  **hyper                 # that method's hyperparameters, e.g. gumbel=False, alpha=8
+                 ) -> BenchmarkSpec:
     "`spec` with `method`'s hyperparameters `hyper` and, if given, another `retain_pct`"
     over = dict(spec.method_overrides or {})
     if hyper: over[method] = {**over.get(method, {}), **hyper}
     return dataclasses.replace(spec, method_overrides=over or None, retain_pct=spec.retain_pct if retain_pct is None else retain_pct)
 
 # %% ../nbs/26_ablation_study.ipynb #7e126d6f
-def run_rows(specs,                  # `BenchmarkSpec`s, at most one per benchmark name
-             seeds, methods, out_dir, executor:str='local', ray_address:str=None, device:str='auto',
-             progress:bool=False) -> list:
+def run_rows(specs,                # BenchmarkSpecs, at most one per benchmark name
+             seeds,                # benchmark seeds, e.g. (3407, 13, 12)
+             methods,              # registry names of the methods to run (with gold, original as needed)
+             out_dir,              # the results store: results.csv, runs/, checkpoints/
+             executor:str='local', # 'local' or 'ray'
+             ray_address:str=None, # with 'ray': an existing cluster ('auto', 'ray://host:10001'); None: a local one
+             device:str='auto',    # torch device for the local executor; 'auto': CUDA when present
+             progress:bool=False,  # show progress bars (local executor)
+             ) -> list:            # one Benchmark per spec, in the order of specs
     "Run the rows of `specs` x `seeds` x `methods` missing from `out_dir/results.csv`; returns a `Benchmark` (its rows) per spec"
     if executor not in EXECUTORS: raise ValueError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
     if executor == 'local': get_device(device)
@@ -88,7 +100,10 @@ def run_rows(specs,                  # `BenchmarkSpec`s, at most one per benchma
 # %% ../nbs/26_ablation_study.ipynb #32b24620
 SYNTHETIC_METHOD, SYNTHETIC_LABEL = 'lotus_synthetic', 'LoTUS (synthetic D_u)'
 
-def rename_column(table:pd.DataFrame, old:str, new:str) -> pd.DataFrame:
+def rename_column(table:pd.DataFrame, # a ranked table (metric_table, table_benchmarks)
+                  old:str,            # the column to rename
+                  new:str,            # its new name
+                  ) -> pd.DataFrame:
     "`table` with column `old` renamed `new`, in its ranks and its `best` column too"
     t = table.rename(columns={old: new})
     if 'best' in t: t['best'] = t['best'].replace(old, new)
@@ -103,14 +118,18 @@ def with_synthetic(heldout:pd.DataFrame,    # the rows of the benchmark (its uns
     return pd.concat([heldout, syn], ignore_index=True)
 
 def table_cifar(parts:dict,     # row label -> (heldout rows, synthetic rows or None)
-                rows:dict=None, methods=None) -> pd.DataFrame:
+                rows:dict=None, # {label: (column, scale, digits)}; None: Avg Gap, JSD x1e4, time
+                methods=None,   # columns to keep (registry names), the synthetic LoTUS added; None: all present
+               ) -> pd.DataFrame:
     "`tab:cifar`: `table_benchmarks` of every method, plus LoTUS with the synthetic unseen set as the last column"
     both = {k: with_synthetic(h, s) if s is not None and len(s) else h for k, (h, s) in parts.items()}
     if methods is not None: methods = [*methods, SYNTHETIC_METHOD]
     return rename_column(table_benchmarks(both, rows, methods), SYNTHETIC_METHOD, SYNTHETIC_LABEL)   # unknown methods come last
 
 # %% ../nbs/26_ablation_study.ipynb #ceddf718
-def lotus_unseen_accuracy(out_dir, results:pd.DataFrame) -> float:
+def lotus_unseen_accuracy(out_dir,              # the results store whose runs/ holds the LoTUS run records
+                          results:pd.DataFrame, # rows of results.csv (method, seed, setup); only LoTUS's are read
+                          ) -> float:           # NaN when there is no LoTUS row
     "Mean over the LoTUS rows of `results` of the $\\mathrm{Acc}(f_{orig}, D_u)$ their runs recorded"
     rows = results[results.method == 'lotus']
     accs = [json.loads((Path(out_dir)/'runs'/f"lotus_seed{r.seed}_{r.setup}.json").read_text())['acc_unseen'] for r in rows.itertuples()]
@@ -120,8 +139,9 @@ def lotus_unseen_accuracy(out_dir, results:pd.DataFrame) -> float:
 GUMBEL_VARIANTS = ('Gumbel-Softmax', 'Softmax with Temperature')
 
 def table_gumbel(gumbel:dict,   # benchmark label -> its rows with LoTUS's Gumbel-softmax (the default)
-                 softmax:dict,  # benchmark label -> its rows with `gumbel=False`
-                 rows:dict=None) -> pd.DataFrame: # `{label: (column, scale, digits)}`; None: Avg Gap, JSD x1e4
+                 softmax:dict,  # benchmark label -> its rows with gumbel=False
+                 rows:dict=None, # {label: (column, scale, digits)}; None: Avg Gap, JSD x1e4
+                ) -> pd.DataFrame:
     "`tab:gumbel`: LoTUS's metrics with each activation, mean ± std over seeds, the better of each pair ranked first"
     rows = rows or {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4')}
     cells, rank = {}, {}
@@ -143,8 +163,9 @@ def table_gumbel(gumbel:dict,   # benchmark label -> its rows with LoTUS's Gumbe
 VAL_GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_unseen')   # the Avg Gap's terms with D_u's accuracy for the test accuracy
 TEST_COLUMNS = ('acc_test', 'avg_gap', 'jsd', 'rf_jsd', 'zrf', 'mia_loss', 'mia_svc')   # every column that reads the test split or is compared with it
 
-def stack_runs(parts:dict,       # value of `key` -> {benchmark label: rows}
-               key:str='alpha') -> pd.DataFrame:
+def stack_runs(parts:dict,      # value of key -> {benchmark label: rows}
+               key:str='alpha', # name of the column that holds each variant's value
+               ) -> pd.DataFrame:
     "One frame of several variants' rows, with columns `benchmark` and `key` (NaN for the references, kept once)"
     dfs = [df.assign(benchmark=label, **{key: v}) for v, runs in parts.items() for label, df in runs.items()]
     df = pd.concat(dfs, ignore_index=True)
@@ -152,7 +173,8 @@ def stack_runs(parts:dict,       # value of `key` -> {benchmark label: rows}
     df.loc[ref, key] = np.nan
     return pd.concat([df[~ref], df[ref].drop_duplicates(['benchmark', 'method', 'seed'])], ignore_index=True)
 
-def val_avg_gap(runs:pd.DataFrame) -> pd.Series:
+def val_avg_gap(runs:pd.DataFrame # rows with benchmark, method, seed and the VAL_GAP_KEYS columns, Gold's included
+                ) -> pd.Series:    # one value per row (NaN for rows without a Gold row to compare with)
     "The validation Avg Gap of every row of `runs`: mean distance to the Gold Standard of the same benchmark and seed over `VAL_GAP_KEYS`"
     out = pd.Series(np.nan, index=runs.index)
     for _, df in runs.groupby('benchmark'):
@@ -160,19 +182,23 @@ def val_avg_gap(runs:pd.DataFrame) -> pd.Series:
         out[df.index] = g[[f'gap_{k}' for k in VAL_GAP_KEYS]].mean(1)
     return out
 
-def alpha_criterion(runs:pd.DataFrame) -> pd.DataFrame:
+def alpha_criterion(runs:pd.DataFrame # the stacked runs (stack_runs): LoTUS at each alpha and the Gold Standard
+                    ) -> pd.DataFrame:
     "Benchmark x alpha: the mean over seeds of LoTUS's validation Avg Gap"
     lot = runs[runs.method == 'lotus'].assign(val_gap=val_avg_gap(runs))
     c = lot.pivot_table(index='benchmark', columns='alpha', values='val_gap', aggfunc='mean', sort=False)
     return c.reindex(columns=sorted(c.columns))
 
-def select_alpha(criterion:pd.DataFrame) -> pd.Series:
+def select_alpha(criterion:pd.DataFrame # benchmark x alpha validation Avg Gap (alpha_criterion)
+                 ) -> pd.Series:        # benchmark (and 'All') -> selected alpha
     "The alpha of lowest validation Avg Gap for each benchmark and, as 'All', for their mean (ties: the smaller alpha)"
     c = criterion.reindex(columns=sorted(criterion.columns))   # idxmin keeps the first of equal values: the smaller alpha
     return pd.concat([c.idxmin(1), pd.Series({'All': c.mean().idxmin()})])
 
 # %% ../nbs/26_ablation_study.ipynb #76690273
-def table_alpha(runs:pd.DataFrame, default:float=2.) -> pd.DataFrame:
+def table_alpha(runs:pd.DataFrame, # the stacked runs (stack_runs): LoTUS at each alpha and the Gold Standard
+                default:float=2.,  # the alpha to compare the selected one with: the paper's alpha = 2
+                ) -> pd.DataFrame: # one row per benchmark, and 'All'
     "The alpha search: validation Avg Gap per alpha, the selected alpha, and the test metrics of the selected and the `default` alpha"
     crit, sel = alpha_criterion(runs), select_alpha(alpha_criterion(runs))
     lot = runs[runs.method == 'lotus'].assign(val_gap=val_avg_gap(runs))
@@ -195,7 +221,9 @@ def table_alpha(runs:pd.DataFrame, default:float=2.) -> pd.DataFrame:
     return t
 
 # %% ../nbs/26_ablation_study.ipynb #cae633a0
-def table_lotus_salun(results:pd.DataFrame, methods=('lotus', 'lotus_salun')) -> pd.DataFrame:
+def table_lotus_salun(results:pd.DataFrame,             # rows of one benchmark (gold and both methods)
+                      methods=('lotus', 'lotus_salun'), # (reference, variant): the change is variant against reference
+                      ) -> pd.DataFrame:
     "Avg Gap, JSD x1e4 and time of `methods` (and Gold), with the relative change of the second against the first"
     rows = {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
     df = results[results.method.isin(['gold', *methods])]
@@ -208,11 +236,14 @@ def table_lotus_salun(results:pd.DataFrame, methods=('lotus', 'lotus_salun')) ->
 # %% ../nbs/26_ablation_study.ipynb #3d3f8f42
 SWEEP_METRICS = {'Avg Gap': ('avg_gap', 1.), 'JSD x1e4': ('jsd', 1e4), 'Time (min.)': ('time_min', 1.)}
 
-def sweep_frame(parts:dict) -> pd.DataFrame:
+def sweep_frame(parts:dict # retain_pct -> the rows of the benchmark run with it
+                ) -> pd.DataFrame:
     "The LoTUS rows of `{retain_pct: rows}`, one frame with a column `retain_pct`"
     return pd.concat([df[df.method == 'lotus'].assign(retain_pct=p) for p, df in parts.items()], ignore_index=True)
 
-def plot_retain_sweep(sweep:pd.DataFrame, title:str='LoTUS against the retain fraction'):
+def plot_retain_sweep(sweep:pd.DataFrame, # LoTUS rows with their retain_pct (sweep_frame)
+                      title:str='LoTUS against the retain fraction', # figure title
+                     ):
     "Avg Gap, JSD x1e4 and time of LoTUS against `retain_pct`, mean ± std over seeds; returns the figure"
     import seaborn as sns
     fig, axs = plt.subplots(1, len(SWEEP_METRICS), figsize=(3.4*len(SWEEP_METRICS), 2.9))
@@ -222,7 +253,8 @@ def plot_retain_sweep(sweep:pd.DataFrame, title:str='LoTUS against the retain fr
     fig.suptitle(title); fig.tight_layout()
     return fig
 
-def table_retain_sweep(sweep:pd.DataFrame) -> pd.DataFrame:
+def table_retain_sweep(sweep:pd.DataFrame # LoTUS rows with their retain_pct (sweep_frame)
+                       ) -> pd.DataFrame:
     "Avg Gap, JSD x1e4 and time of LoTUS per retain fraction (columns), the lowest of each row ranked first"
     rows = {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
     return metric_table(sweep.assign(method=sweep.retain_pct.map(lambda p: f'retain {p:.2f}')), rows)

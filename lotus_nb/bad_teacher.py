@@ -17,30 +17,41 @@ __all__ = ['incompetent_teacher', 'teachers_of', 'bad_teacher_targets', 'bad_tea
            'BadTeacherConfig', 'bad_teacher']
 
 # %% ../nbs/13_bad_teacher.ipynb #c836cb49
-def incompetent_teacher(original:nn.Module, # $f_{orig}$: only its architecture is used
-                        seed:int=0) -> nn.Module: # seeds the random initialisation
+def incompetent_teacher(original:nn.Module, # f_orig: only its architecture is used (left unchanged)
+                        seed:int=0,          # seeds the random initialisation
+                       ) -> nn.Module:       # the random network, frozen, in eval mode
     "A randomly initialised network of `original`'s architecture, frozen in eval mode"
     return frozen(reinit_copy(original, seed))
 
-def teachers_of(original:nn.Module, seed:int=0) -> tuple:
+def teachers_of(original:nn.Module,  # f_orig: copied as the competent teacher (left unchanged)
+                seed:int=0,           # seeds the incompetent teacher's initialisation (the task's seed)
+               ) -> tuple:            # (competent, incompetent), both frozen and in eval mode
     "`(competent, incompetent)`: a frozen copy of `original` and `incompetent_teacher(original, seed)`"
     return frozen(original), incompetent_teacher(original, seed)
 
 # %% ../nbs/13_bad_teacher.ipynb #1c2ae3d0
-def bad_teacher_targets(good_logits:torch.Tensor, # B x K logits of the competent teacher $f_{orig}$
+def bad_teacher_targets(good_logits:torch.Tensor, # B x K logits of the competent teacher f_orig
                         bad_logits:torch.Tensor,  # B x K logits of the incompetent teacher
                         is_forget:torch.Tensor,   # B booleans: 1 for forget samples, 0 for retain samples
-                        T:float=1.) -> torch.Tensor: # distillation temperature
+                        T:float=1.,               # distillation temperature: both teachers' logits are divided by it
+                       ) -> torch.Tensor:         # B x K target probabilities, float32
     "`tag*softmax(bad/T) + (1-tag)*softmax(good/T)`: the incompetent teacher on forget rows, the competent one on retain rows"
     tag = is_forget.to(torch.float32)[:, None]
     return tag*F.softmax(bad_logits.float()/T, -1) + (1-tag)*F.softmax(good_logits.float()/T, -1)
 
-def bad_teacher_loss(student_logits, good_logits, bad_logits, is_forget, T:float=1.) -> torch.Tensor:
+def bad_teacher_loss(student_logits,   # B x K logits of the student
+                     good_logits,      # B x K logits of the competent teacher f_orig
+                     bad_logits,       # B x K logits of the incompetent teacher
+                     is_forget,        # B booleans: 1 for forget samples, 0 for retain samples
+                     T:float=1.,       # distillation temperature of teachers and student
+                    ) -> torch.Tensor: # scalar: per-sample KL summed over classes, mean over the batch
     "Batch mean of the per-sample $\\mathrm{KL}(\\text{target} \\,\\|\\, \\mathrm{softmax}(s/T))$, the target from `bad_teacher_targets`"
     return kl_to_targets(student_logits, bad_teacher_targets(good_logits, bad_logits, is_forget, T), T)
 
 # %% ../nbs/13_bad_teacher.ipynb #90d494cb
-def bad_teacher_batches(task:UnlearnTask, batch_size:int=128):
+def bad_teacher_batches(task:UnlearnTask,   # its forget set and its seeded 30% retain subset (drawn here)
+                        batch_size:int=128,  # images per batch, forget and retain mixed
+                       ):
     "Shuffled, augmented batches `(x, y, tag)` of `task.forget` (tag 1) and `task.retain_subset()` (tag 0)"
     return with_tags(task.forget, task.retain_subset(), batch_size, task.seed)
 
@@ -48,13 +59,20 @@ def bad_teacher_batches(task:UnlearnTask, batch_size:int=128):
 @dataclass
 class BadTeacherConfig(MethodConfig):
     "Bad Teacher: Adam, lr 1e-4, no weight decay (Table tab:hyperparams); temperature T = 1 (the authors')"
-    optimizer: str = 'adam'
-    lr: float = 1e-4
-    weight_decay: float = 0.
+    epochs: int = 10           # passes over D_f and the retain subset (LoTUS's; ViT: 3)
+    batch_size: int = 128      # images per step, forget and retain mixed (LoTUS's; ViT: 32)
+    optimizer: str = 'adam'    # Adam, as in Table tab:hyperparams
+    lr: float = 1e-4           # learning rate
+    momentum: float = 0.9      # SGD only: unused with Adam
+    weight_decay: float = 0.   # no L2 penalty
     T: float = 1.          # distillation temperature of both teachers and the student
 
 @register_method('bad_teacher', BadTeacherConfig, display='BadT')
-def bad_teacher(original:nn.Module, task:UnlearnTask, cfg:BadTeacherConfig, progress:bool=True) -> Unlearned:
+def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the student's start (left unchanged)
+                task:UnlearnTask,      # its forget set and seeded 30% retain subset; task.seed seeds the bad teacher
+                cfg:BadTeacherConfig,  # hyperparameters
+                progress:bool=True,    # show a progress bar over epochs
+               ) -> Unlearned:         # f_un in eval mode; record: train_loss per epoch
     "Bad Teacher: distil a random network on $D_f$ and $f_{orig}$ on a subset of $D_r$ into a copy of $f_{orig}$"
     good, bad = teachers_of(original, task.seed)
     student, batches = student_of(original), bad_teacher_batches(task, cfg.batch_size)

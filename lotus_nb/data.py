@@ -30,8 +30,10 @@ __all__ = ['log', 'DATASETS', 'HOW_TO_GET', 'FMNIST_FILES', 'FMNIST_CLASSES', 'D
            'MufacCleaning', 'clean_mufac', 'load_mufac', 'load_imagenet', 'cifake_label', 'load_cifake', 'write_idx']
 
 # %% ../nbs/01_data.ipynb #919a20d4
-def read_image(path, size:int, # output side in pixels
-               resize:int=None) -> torch.Tensor: # resize the shorter side to this, then centre-crop `size` (ImageNet: 256, 224)
+def read_image(path,            # image file in any format PIL reads
+               size:int,        # output side in pixels
+               resize:int=None, # shorter side resized to this, then centre-cropped to size (ImageNet: 256, 224)
+               ) -> torch.Tensor: # 3 x size x size uint8, RGB; resize None: stretched to size x size
     "Decode the image at `path` as RGB `uint8` `3 x size x size` (greyscale files are read as RGB)"
     from PIL import Image
     with Image.open(path) as im: im = im.convert('RGB')
@@ -43,7 +45,9 @@ def read_image(path, size:int, # output side in pixels
     elif im.size != (size, size): im = im.resize((size, size), Image.BILINEAR)
     return torch.from_numpy(np.asarray(im).copy()).permute(2, 0, 1).contiguous()
 
-def default_workers(n:int, num_workers:int=None) -> int:
+def default_workers(n:int,               # number of images to decode
+                    num_workers:int=None, # an explicit count, returned as is; None: chosen from n
+                    ) -> int:             # worker processes; 0 decodes in the main process
     "`DataLoader` workers to decode `n` images: none for a handful, else `$LOTUS_WORKERS` or up to 8"
     if num_workers is not None: return num_workers
     if os.environ.get('LOTUS_WORKERS'): return int(os.environ['LOTUS_WORKERS'])
@@ -51,7 +55,11 @@ def default_workers(n:int, num_workers:int=None) -> int:
 
 class ImageFiles:
     "Images on disk, indexed like a `uint8` tensor of images: `files[i]` decodes one, `files[idx]` is a subset"
-    def __init__(self, paths, size:int, resize:int=None):
+    def __init__(self,
+                 paths,           # image files, one per item, in label order
+                 size:int,        # side in pixels every image is decoded at
+                 resize:int=None, # shorter side resized to this before the centre crop; None: stretch
+                ):
         self.paths, self.size, self.resize = np.asarray([str(p) for p in paths], dtype=object), size, resize
     def __len__(self): return len(self.paths)
     @property
@@ -61,10 +69,14 @@ class ImageFiles:
     def __getitem__(self, i):
         if isinstance(i, (int, np.integer)): return read_image(self.paths[i], self.size, self.resize)
         return ImageFiles(self.paths[i if isinstance(i, slice) else np.asarray(i, dtype=int)], self.size, self.resize)
-    def with_size(self, size:int):
+    def with_size(self,
+                  size:int, # the new output side in pixels
+                 ):
         "The same files decoded at `size` (the resize-then-crop ratio kept)"
         return ImageFiles(self.paths, size, None if self.resize is None else round(self.resize*size/self.size))
-    def load(self, num_workers:int=None) -> torch.Tensor:
+    def load(self,
+             num_workers:int=None, # decoding workers; None: default_workers decides
+            ) -> torch.Tensor:     # len(self) x 3 x size x size uint8
         "Decode every image into one `uint8` tensor, with `DataLoader` workers"
         out, i = torch.empty(self.shape, dtype=torch.uint8), 0
         for xb in DataLoader(self, batch_size=256, num_workers=default_workers(len(self), num_workers)):
@@ -76,16 +88,16 @@ class ImageFiles:
 @dataclass
 class ImageData:
     "A classification dataset: the official `train` split and the official held-out split, as `uint8` tensors or `ImageFiles`"
-    name: str           # registry name
-    x_train: object     # N x C x H x W uint8 tensor, or `ImageFiles`
-    y_train: torch.Tensor   # N, int64
-    x_heldout: object   # the official test split, same kind as `x_train`
-    y_heldout: torch.Tensor
-    classes: list       # class names, index = label
-    augment: str = 'crop_flip' # batch augmentation while training, see `augment_batch`
-    mean: tuple = None  # per-channel mean in [0,1]; computed from an in-memory `x_train` when None
-    std: tuple = None
-    fixed: dict = None  # a dataset's fixed split rule (MUFAC, ImageNet): see `dataset_splits`
+    name: str               # registry name
+    x_train: object         # official training images: N x C x H x W uint8 tensor, or ImageFiles
+    y_train: torch.Tensor   # N training labels, int64
+    x_heldout: object       # the official test split, same kind as x_train
+    y_heldout: torch.Tensor # held-out labels, int64; split into unseen $D_u$ and test
+    classes: list           # class names, index = label
+    augment: str = 'crop_flip' # batch augmentation while training, an augment_batch kind
+    mean: tuple = None      # per-channel mean in [0,1]; computed from an in-memory x_train when None
+    std: tuple = None       # per-channel std in [0,1]; computed with mean when None
+    fixed: dict = None      # a dataset's fixed split rule (MUFAC, ImageNet): see dataset_splits
     notes: dict = field(default_factory=dict) # what the loader reports, e.g. MUFAC's cleaning
     def __post_init__(self):
         if self.mean is None and self.in_memory and len(self.x_train):
@@ -108,11 +120,11 @@ class ImageData:
 @dataclass(frozen=True)
 class DatasetDefaults:
     "The paper's setting for one dataset: what naming the dataset alone runs"
-    model: str = 'resnet18'        # the model `model='auto'` stands for
+    model: str = 'resnet18'        # the model that model='auto' stands for
     img_size: int = 32             # native image size
-    augment: str = None            # training augmentation (`augment_batch` kind); None keeps the loader's
-    mean: tuple = None             # normalisation constants in [0,1] units; None: computed from the training images
-    std: tuple = None
+    augment: str = None            # training augmentation (augment_batch kind); None keeps the loader's
+    mean: tuple = None             # per-channel mean in [0,1] units; None: computed from the training images
+    std: tuple = None              # per-channel std in [0,1] units; None: computed from the training images
     in_memory: object = 'auto'     # hold the images as one tensor: True, False, or 'auto' (when they fit)
     seeds: tuple = (3407, 13, 12)  # the paper's seeds
     gold: bool = True              # a gold model can be retrained (not at ImageNet scale)
@@ -121,25 +133,31 @@ class DatasetDefaults:
 
 DATASETS = {}
 
-def register_dataset(name:str, # name users pass to `load_dataset`
-                     **defaults): # `DatasetDefaults` fields
+def register_dataset(name:str,   # name users pass to load_dataset
+                     **defaults, # DatasetDefaults fields: the paper's setting for this dataset
+                    ):
     "Decorator: register a function `f(root, download, **options) -> ImageData` under `name`, with its defaults"
     def _inner(f): f.defaults = DatasetDefaults(**defaults); DATASETS[name] = f; return f
     return _inner
 
-def check_choice(value, choices, what:str):
+def check_choice(value,    # the value a user passed
+                 choices,  # the valid values (any container; listed sorted in the error)
+                 what:str, # what the value names, for the message, e.g. 'dataset'
+                ):
     "Raise a `ValueError` naming the valid `choices` when `value` is not one of them"
     if value not in choices:
         raise ValueError(f"unknown {what} {value!r}; valid {what}s: {', '.join(sorted(map(str, choices)))}")
     return value
 
-def dataset_defaults(name:str) -> DatasetDefaults:
+def dataset_defaults(name:str, # a registered dataset, e.g. 'cifar10'
+                    ) -> DatasetDefaults:
     "The paper's defaults of the dataset registered as `name`"
     return DATASETS[check_choice(name, DATASETS, 'dataset')].defaults
 
 # %% ../nbs/01_data.ipynb #d15f61f3
 def optional_import(module:str, # the module to import, e.g. 'ray'
-                    extra:str): # the pip extra of lotus_nb that installs it
+                    extra:str,  # the pip extra of lotus_nb that installs it
+                   ):
     "Import `module`, or raise an `ImportError` naming the extra that installs it"
     import importlib
     try: return importlib.import_module(module)
@@ -169,17 +187,21 @@ HOW_TO_GET = {
               "and unzip it into <folder>/cifake/ (only test/FAKE/ is used); the authors' regrouped cifake_classes/0..9/ works too.",
 }
 
-def data_dirs(root=None) -> list:
-    "Where datasets are looked for, in order: `root`, `$LOTUS_DATA`, then `~/.cache/lotus_nb/data`"
+def data_dirs(root=None, # folder searched first; None: only $LOTUS_DATA and the cache
+             ) -> list:  # Path folders in search order, without repeats; they need not exist
+    "Where datasets are looked for, in order: `root`, `$LOTUS_DATA`, then the cache `${XDG_CACHE_HOME:-~/.cache}/lotus_nb/data`"
     cache = Path(os.environ.get('XDG_CACHE_HOME') or '~/.cache')/'lotus_nb'/'data'
     out = []
     for d in (root, os.environ.get('LOTUS_DATA') or None, cache):
         if d is not None and Path(d).expanduser() not in out: out.append(Path(d).expanduser())
     return out
 
-def find_data(name:str, layouts, # relative paths, 'folder/marker', that identify the dataset on disk
-              root=None, extra=(), # `extra`: further folders searched after `data_dirs(root)`
-              download=None): # `download(folder)` fetches the data into `folder`; None: no download
+def find_data(name:str,     # registry name, for the error message and HOW_TO_GET
+              layouts,      # relative paths, 'folder/marker', that identify the dataset on disk
+              root=None,    # folder searched first (see data_dirs)
+              extra=(),     # further folders searched after data_dirs(root)
+              download=None, # download(folder) fetches the data into folder; None: no download
+             ):
     "The dataset's folder and the layout found, searched in `data_dirs(root)`; else downloaded; else one clear error"
     dirs = data_dirs(root) + [Path(e) for e in extra]
     def search():
@@ -199,7 +221,9 @@ def find_data(name:str, layouts, # relative paths, 'folder/marker', that identif
 
 # %% ../nbs/01_data.ipynb #7b80bfad
 @register_dataset('digits', model='resnet18_small', img_size=8, augment='crop', in_memory=True)
-def load_digits_data(root=None, download=True):
+def load_digits_data(root=None,    # unused: scikit-learn ships the images
+                     download=True, # unused: nothing to download
+                    ):
     "scikit-learn's 8x8 `digits`, with a fixed stratified 500-image held-out split"
     from sklearn.datasets import load_digits
     d = load_digits()
@@ -210,7 +234,8 @@ def load_digits_data(root=None, download=True):
     return ImageData('digits', x[train], y[train], x[held], y[held], [str(i) for i in range(10)], augment='crop')
 
 # %% ../nbs/01_data.ipynb #ee2a4397
-def read_idx(path) -> torch.Tensor:
+def read_idx(path,           # IDX file; a .gz suffix is read through gzip
+            ) -> torch.Tensor: # uint8 with the shape the file's header gives
     "Read an IDX file (the MNIST format, optionally gzipped) into a tensor"
     path = Path(path)
     with (gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')) as f: buf = f.read()
@@ -226,7 +251,9 @@ FMNIST_FILES = ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-imag
 FMNIST_CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot']
 DEFAULT_FMNIST_DIRS = ('/usr/share/datasets/fashion-mnist',)
 
-def find_idx(folder, stem):
+def find_idx(folder, # a folder searched, with its fashion-mnist/ and FashionMNIST/raw/ subfolders
+             stem,   # file name without .gz, e.g. 'train-images-idx3-ubyte'
+            ):
     "Path of `stem` or `stem.gz` in `folder` (also torchvision's `FashionMNIST/raw` layout), or None"
     for sub in ('', 'fashion-mnist', 'FashionMNIST/raw'):
         for suffix in ('', '.gz'):
@@ -234,7 +261,7 @@ def find_idx(folder, stem):
             if p.exists(): return p
 
 @register_dataset('fashionmnist', model='resnet18_small', img_size=28, augment='crop_flip', in_memory=True)
-def load_fashionmnist(root=None, # folder with the four IDX files; then $LOTUS_DATA, the cache and Debian's folder are searched
+def load_fashionmnist(root=None, # folder searched first for the four IDX files; then $LOTUS_DATA, the cache, Debian's
                       download=True): # let torchvision download them when no files are found
     "Fashion-MNIST from its original IDX files"
     folders = data_dirs(root) + [Path(f) for f in DEFAULT_FMNIST_DIRS]
@@ -263,18 +290,21 @@ def available_memory() -> int:
     except OSError: pass
     return os.sysconf('SC_AVPHYS_PAGES')*os.sysconf('SC_PAGE_SIZE')
 
-def fits_in_memory(nbytes:int, frac:float=0.5) -> bool:
+def fits_in_memory(nbytes:int,     # size of the data in bytes
+                   frac:float=0.5, # share of available_memory() the data may take
+                  ) -> bool:
     "Whether `nbytes` take at most `frac` of the available memory"
     return nbytes <= frac*available_memory()
 
 # %% ../nbs/01_data.ipynb #b51dace1
-def load_dataset(name:str,          # registry name, see `DATASETS`
-                 root=None,         # data folder searched first; see `data_dirs`
-                 img_size:int=None, # downsample the images to this size
+def load_dataset(name:str,            # registry name, a key of DATASETS
+                 root=None,           # data folder searched first; see data_dirs
+                 img_size:int=None,   # resize the images to this side (area-averaged); None: native
                  train_size:int=None, # keep a stratified subset of this many training images
-                 download:bool=True, # fetch the data when it is missing and the dataset can be downloaded
-                 in_memory=None,    # True, False or 'auto'; None: the dataset's default
-                 **options) -> ImageData: # dataset-specific options of its loader (e.g. MUFAC's `forget_rows`)
+                 download:bool=True,  # fetch the data when it is missing and the dataset can be downloaded
+                 in_memory=None,      # True, False or 'auto'; None: the dataset's default
+                 **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
+                ) -> ImageData:       # defaults applied: augmentation, normalisation, size
     "Load the dataset registered as `name`, with its defaults applied"
     check_choice(name, DATASETS, 'dataset')
     if root is not None and not Path(root).expanduser().is_dir():
@@ -299,7 +329,10 @@ def load_dataset(name:str,          # registry name, see `DATASETS`
     return d
 
 # %% ../nbs/01_data.ipynb #d7e61213
-def stratified_sample(y, frac:float, seed:int) -> np.ndarray:
+def stratified_sample(y,          # labels, one per item
+                      frac:float, # share of each class drawn, rounded per class
+                      seed:int,   # seeds the draw
+                     ) -> np.ndarray: # sorted positions into y
     "Indices of a seeded sample of `frac` of each class of the labels `y`"
     y = np.asarray(y); rng = np.random.RandomState(seed); out = []
     for c in np.unique(y):
@@ -307,7 +340,10 @@ def stratified_sample(y, frac:float, seed:int) -> np.ndarray:
         out.append(rng.permutation(idx)[:int(round(frac*len(idx)))])
     return np.sort(np.concatenate(out)) if out else np.array([], dtype=int)
 
-def per_class_sample(y, n:int, seed:int) -> np.ndarray:
+def per_class_sample(y,        # labels, one per item
+                     n:int,    # items drawn per class (all of a class that has fewer)
+                     seed:int, # seeds the draw
+                    ) -> np.ndarray: # sorted positions into y
     "Indices of a seeded sample of `n` items of each class of the labels `y`"
     y = np.asarray(y); rng = np.random.RandomState(seed)
     return np.sort(np.concatenate([rng.permutation(np.flatnonzero(y == c))[:n] for c in np.unique(y)]))
@@ -316,31 +352,35 @@ def per_class_sample(y, n:int, seed:int) -> np.ndarray:
 @dataclass
 class Splits:
     "Indices of the paper's sets: `forget`, `retain`, `retain_sub` into the training split; `unseen` ($D_u$) and `test` into the held-out split"
-    forget: np.ndarray
-    retain: np.ndarray
-    retain_sub: np.ndarray
-    unseen: np.ndarray
-    test: np.ndarray
-    seed: int
-    forget_pct: float = None
-    forget_class: int = None
+    forget: np.ndarray      # training-split positions of the forget set $D_f$
+    retain: np.ndarray      # every other training position: the retain set $D_r$
+    retain_sub: np.ndarray  # the seeded retain_pct subset of retain that LoTUS and Bad Teacher see
+    unseen: np.ndarray      # held-out positions of the unseen set $D_u$
+    test: np.ndarray        # the rest of the held-out split: the test set
+    seed: int               # the seed that drew these sets
+    forget_pct: float = None # share of each class in forget; None for class unlearning
+    forget_class: int = None # the forgotten class; None for instance unlearning
     def __repr__(self):
         return ' '.join(f"{k}={len(getattr(self,k))}" for k in ('forget','retain','retain_sub','unseen','test'))
 
-def check_seed(seed):
+def check_seed(seed, # a seed as a user passed it
+              ):
     "Refuse a seed that is not a non-negative integer"
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seeds must be non-negative integers, got {seed!r}")
     return int(seed)
 
-def check_fraction(frac, what:str):
+def check_fraction(frac,     # a fraction as a user passed it
+                   what:str, # its parameter's name, for the message
+                  ):
     "Refuse a fraction outside the open interval (0, 1)"
     if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac < 1:
         raise ValueError(f"{what} must be a fraction in (0, 1), got {frac!r}")
     return float(frac)
 
 # %% ../nbs/01_data.ipynb #13d357f3
-def make_splits(y_train, y_heldout,
+def make_splits(y_train,               # labels of the official training split
+                y_heldout,             # labels of the official held-out split, halved into unseen and test
                 forget_pct:float=0.1,  # fraction of each class to forget (instance unlearning)
                 seed:int=0,            # draws the forget set, the unseen/test cut and the retain subset
                 forget_class:int=None, # forget this whole class instead (class unlearning)
@@ -362,11 +402,12 @@ def make_splits(y_train, y_heldout,
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, forget_class)
 
 # %% ../nbs/01_data.ipynb #d084d610
-def dataset_splits(data:ImageData,
+def dataset_splits(data:ImageData,       # a loaded dataset; its fixed rule is used when it has one
                    forget_pct:float=0.1,  # fraction of each class to forget; a fixed rule allows only the paper's 0.1
-                   seed:int=0,
+                   seed:int=0,            # draws the retain subset, and what the dataset's rule leaves to chance
                    forget_class:int=None, # class unlearning (not defined on fixed splits)
-                   retain_pct:float=0.3) -> Splits:
+                   retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
+                  ) -> Splits:
     "The splits of one seed: the dataset's fixed rule where it has one (MUFAC, ImageNet), else `make_splits`"
     if len(data.y_train) == 0:
         raise ValueError(f"{data.name} has no training split: it is an unseen set only (use `unseen_split`)")
@@ -378,7 +419,7 @@ def dataset_splits(data:ImageData,
     forget, retain = np.sort(fx['forget']), np.sort(fx['retain'])
     retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
     if 'unseen' in fx: unseen, test = np.asarray(fx['unseen']), np.asarray(fx['test'])
-    else:                                   # `heldout_per_class` images per class each, drawn with the seed
+    else:                                   # heldout_per_class images per class each, drawn with the seed
         n = fx['heldout_per_class']; unseen = per_class_sample(yh, n, seed)
         rest = np.setdiff1d(np.arange(len(yh)), unseen); test = np.sort(rest[per_class_sample(yh[rest], n, seed)])
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
@@ -386,12 +427,18 @@ def dataset_splits(data:ImageData,
 # %% ../nbs/01_data.ipynb #88932167
 AUGMENTS = ('none', 'crop', 'crop_flip', 'flip', 'mufac')
 
-def random_flip(x:torch.Tensor, generator=None):
+def random_flip(x:torch.Tensor, # B x C x H x W batch
+                generator=None, # CPU torch.Generator drawing which images flip; None: the global one
+               ):
     "Flip a random half of the batch horizontally"
     flip = (torch.rand(x.shape[0], generator=generator) < 0.5).to(x.device)
     return torch.where(flip[:,None,None,None], x.flip(-1), x)
 
-def random_affine(x:torch.Tensor, generator=None, shear:float=10., scale=(0.8, 1.2)):
+def random_affine(x:torch.Tensor,   # B x C x H x W float batch
+                  generator=None,   # CPU torch.Generator drawing shears and scales; None: the global one
+                  shear:float=10.,  # largest x-shear, in degrees
+                  scale=(0.8, 1.2), # (lowest, highest) zoom factor, drawn uniformly per image
+                 ):
     "torchvision's `RandomAffine(0, shear=shear, scale=scale)` per image: x-shear in (-shear, shear) degrees, zero fill"
     b = x.shape[0]
     s = torch.empty(b).uniform_(*scale, generator=generator)
@@ -400,7 +447,10 @@ def random_affine(x:torch.Tensor, generator=None, shear:float=10., scale=(0.8, 1
     grid = F.affine_grid(theta.to(x), list(x.shape), align_corners=False)
     return F.grid_sample(x, grid, mode='nearest', padding_mode='zeros', align_corners=False)
 
-def color_jitter(x:torch.Tensor, generator=None, amount:float=0.2):
+def color_jitter(x:torch.Tensor,    # B x C x H x W float batch, 0-255 values
+                 generator=None,    # CPU torch.Generator drawing factors and order; None: the global one
+                 amount:float=0.2,  # each factor is drawn from [1-amount, 1+amount]
+                ):
     "torchvision's `ColorJitter(amount, amount, amount)` per image (brightness, contrast, saturation in a random order), on 0-255 values"
     b = x.shape[0]
     k = torch.empty(3, b).uniform_(1-amount, 1+amount, generator=generator).to(x.device).view(3, b, 1, 1, 1)
@@ -415,9 +465,10 @@ def color_jitter(x:torch.Tensor, generator=None, amount:float=0.2):
             x = torch.where((order[:, slot] == i).view(b, 1, 1, 1), op(x, k[i]), x)
     return x
 
-def augment_batch(x:torch.Tensor, # B x C x H x W batch, float 0-255
-                  kind:str='crop_flip', # one of `AUGMENTS`
-                  generator:torch.Generator=None):
+def augment_batch(x:torch.Tensor,       # B x C x H x W batch, float 0-255
+                  kind:str='crop_flip',  # one of AUGMENTS
+                  generator:torch.Generator=None, # CPU generator of every random draw; None: the global one
+                 ):
     "Training augmentation of a whole batch: random crop with padding `H//8`, flips, or MUFAC's flip + affine + colour jitter"
     check_choice(kind, AUGMENTS, 'augmentation')
     if kind == 'none': return x
@@ -435,10 +486,14 @@ def augment_batch(x:torch.Tensor, # B x C x H x W batch, float 0-255
     return xp[torch.arange(b, device=x.device)[:,None,None,None], torch.arange(c, device=x.device)[None,:,None,None], rows, cols]
 
 # %% ../nbs/01_data.ipynb #ddcf5cce
-def prepare_batch(xb:torch.Tensor, # uint8 batch on the device
-                  augment:str, generator, mean:torch.Tensor, std:torch.Tensor, # `mean`, `std` in 0-255 units, 1 x C x 1 x 1
-                  size:int=None,   # resize to `size` x `size` after augmentation (bilinear)
-                  channels_last:bool=False) -> torch.Tensor:
+def prepare_batch(xb:torch.Tensor,   # uint8 batch on the device
+                  augment:str,       # augment_batch kind; 'none' for evaluation
+                  generator,         # CPU torch.Generator of the augmentation's random draws
+                  mean:torch.Tensor, # per-channel mean in 0-255 units, 1 x C x 1 x 1 (see norm_tensor)
+                  std:torch.Tensor,  # per-channel std in 0-255 units, 1 x C x 1 x 1
+                  size:int=None,     # resize to size x size after augmentation (bilinear); None: keep
+                  channels_last:bool=False, # return channels-last memory format (faster convolutions on CUDA)
+                 ) -> torch.Tensor:  # float B x C x H x W (size x size when given), normalised
     "A training or evaluation batch: float, augmented, normalised, resized"
     xb = xb.float()
     if augment != 'none': xb = augment_batch(xb, augment, generator)
@@ -447,16 +502,29 @@ def prepare_batch(xb:torch.Tensor, # uint8 batch on the device
         xb = F.interpolate(xb, size=(size, size), mode='bilinear', align_corners=False, antialias=size < xb.shape[-1])
     return xb.contiguous(memory_format=torch.channels_last) if channels_last else xb
 
-def norm_tensor(v, # per-channel mean or std, on the 0-1 scale
-                device) -> torch.Tensor:
+def norm_tensor(v,      # per-channel mean or std, on the 0-1 scale
+                device, # where the batches it normalises live
+               ) -> torch.Tensor:
     "`v` as a 1 x C x 1 x 1 float tensor on `device`, scaled to 0-255 pixel values"
     return torch.tensor(v, device=device, dtype=torch.float32).view(1,-1,1,1)*255
 
 # %% ../nbs/01_data.ipynb #fa3e32d0
 class TensorLoader:
     "Batches `(x, y[, tag])` of `x[idx]`, normalised, optionally shuffled, augmented and resized, on `x`'s device"
-    def __init__(self, x, y, idx, batch_size=128, shuffle=False, augment='none', mean=(0.,), std=(1.,),
-                 tags=None, seed=0, channels_last=False, size=None):
+    def __init__(self,
+                 x,               # every image of the dataset, uint8 N x C x H x W; batches are made on its device
+                 y,               # every label, on x's device
+                 idx,             # positions in x of this loader's images
+                 batch_size=128,  # images per batch (the last batch may be smaller)
+                 shuffle=False,   # a new seeded order each pass; False: idx order
+                 augment='none',  # augment_batch kind applied to each batch
+                 mean=(0.,),      # per-channel mean in [0,1] units, subtracted
+                 std=(1.,),       # per-channel std in [0,1] units, divided by
+                 tags=None,       # one bool per idx entry, yielded as a third item; None: (x, y) batches
+                 seed=0,          # seeds the generator of the order and the augmentation
+                 channels_last=False, # batches in channels-last memory format
+                 size=None,       # resize batches to size x size; None: as stored
+                ):
         self.x, self.y, self.batch_size, self.shuffle, self.augment, self.size = x, y, batch_size, shuffle, augment, size
         self.idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
         self.tags = None if tags is None else torch.as_tensor(np.asarray(tags), dtype=torch.bool)
@@ -475,24 +543,34 @@ class TensorLoader:
 @dataclass
 class TensorSplit:
     "One set of a tensor dataset (`idx` into `x`, `y`), kept on the device"
-    x: torch.Tensor
-    y: torch.Tensor
-    idx: np.ndarray
-    augment: str = 'none'
-    mean: tuple = (0.,)
-    std: tuple = (1.,)
-    size: int = None    # batches resized to `size` x `size` (a ViT's input), None: as stored
+    x: torch.Tensor       # every image of the dataset split it indexes, uint8 N x C x H x W
+    y: torch.Tensor       # every label of it, on the same device
+    idx: np.ndarray       # positions of this set's images in x
+    augment: str = 'none' # augment_batch kind of training batches (evaluation batches: none)
+    mean: tuple = (0.,)   # per-channel mean in [0,1] units
+    std: tuple = (1.,)    # per-channel std in [0,1] units
+    size: int = None      # batches resized to size x size (a ViT's input), None: as stored
     def __len__(self): return len(self.idx)
     @property
     def labels(self) -> torch.Tensor: return self.y[torch.as_tensor(self.idx, device=self.y.device)]
-    def loader(self, batch_size=128, train=False, seed=0, tags=None):
+    def loader(self,
+               batch_size=128, # images per batch
+               train=False,    # shuffle and augment; False: the split in order, unaugmented
+               seed=0,         # seeds the shuffling and augmentation
+               tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+              ):
         "Shuffled and augmented batches when `train`, else the split in order"
         return TensorLoader(self.x, self.y, self.idx, batch_size, shuffle=train, augment=self.augment if train else 'none',
                             mean=self.mean, std=self.std, tags=tags, seed=seed, channels_last=self.x.is_cuda, size=self.size)
-    def subset(self, frac:float, seed:int):
+    def subset(self,
+               frac:float, # share of each class kept
+               seed:int,   # seeds the draw
+              ):
         "A stratified, seeded `frac` of this split"
         return TensorSplit(self.x, self.y, self.idx[stratified_sample(self.labels.cpu(), frac, seed)], self.augment, self.mean, self.std, self.size)
-    def __add__(self, other):
+    def __add__(self,
+                other, # a split of the same tensors
+               ):
         "Concatenation of two splits of the same tensors"
         assert other.x is self.x, "only splits of the same tensors concatenate"
         return TensorSplit(self.x, self.y, np.concatenate([self.idx, other.idx]), self.augment, self.mean, self.std, self.size)
@@ -506,8 +584,21 @@ class _FileItems(Dataset):
 
 class FileLoader:
     "Batches `(x, y[, tag])` of images decoded by `DataLoader` workers, then augmented, normalised and resized on `device`"
-    def __init__(self, files, y, idx, batch_size=128, shuffle=False, augment='none', mean=(0.,), std=(1.,),
-                 tags=None, seed=0, size=None, device='cpu', num_workers=None):
+    def __init__(self,
+                 files,            # every image of the dataset split, as ImageFiles
+                 y,                # every label, on the CPU
+                 idx,              # positions in files of this loader's images
+                 batch_size=128,   # images per batch (the last batch may be smaller)
+                 shuffle=False,    # a new seeded order each pass; False: idx order
+                 augment='none',   # augment_batch kind applied on device
+                 mean=(0.,),       # per-channel mean in [0,1] units, subtracted
+                 std=(1.,),        # per-channel std in [0,1] units, divided by
+                 tags=None,        # one bool per idx entry, yielded as a third item; None: (x, y) batches
+                 seed=0,           # seeds the generator of the order and the augmentation
+                 size=None,        # resize batches to size x size; None: as decoded
+                 device='cpu',     # where batches are augmented and yielded
+                 num_workers=None, # decoding workers; None: default_workers decides
+                ):
         self.files, self.y, self.idx, self.batch_size, self.shuffle = files, y, np.asarray(idx), batch_size, shuffle
         self.augment, self.size, self.device = augment, size, torch.device(device)
         self.tags = None if tags is None else torch.as_tensor(np.asarray(tags), dtype=torch.bool)
@@ -527,34 +618,47 @@ class FileLoader:
 @dataclass
 class FileSplit:
     "One set of a dataset on disk (`idx` into `files`, `y`), streamed to `device` batch by batch"
-    files: ImageFiles
-    y: torch.Tensor      # all labels, on the CPU
-    idx: np.ndarray
-    augment: str = 'none'
-    mean: tuple = (0.,)
-    std: tuple = (1.,)
-    size: int = None
-    device: object = 'cpu'
-    num_workers: int = None  # None: `default_workers`
+    files: ImageFiles     # every image of the dataset split it indexes
+    y: torch.Tensor       # all labels, on the CPU
+    idx: np.ndarray       # positions of this set's images in files
+    augment: str = 'none' # augment_batch kind of training batches (evaluation batches: none)
+    mean: tuple = (0.,)   # per-channel mean in [0,1] units
+    std: tuple = (1.,)    # per-channel std in [0,1] units
+    size: int = None      # batches resized to size x size (a ViT's input), None: as decoded
+    device: object = 'cpu'   # where batches are augmented and yielded
+    num_workers: int = None  # decoding workers; None: default_workers decides
     def __len__(self): return len(self.idx)
     @property
     def labels(self) -> torch.Tensor: return self.y[torch.as_tensor(self.idx, dtype=torch.long)]
-    def loader(self, batch_size=128, train=False, seed=0, tags=None):
+    def loader(self,
+               batch_size=128, # images per batch
+               train=False,    # shuffle and augment; False: the split in order, unaugmented
+               seed=0,         # seeds the shuffling and augmentation
+               tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+              ):
         "Shuffled and augmented batches when `train`, else the split in order"
         return FileLoader(self.files, self.y, self.idx, batch_size, train, self.augment if train else 'none', self.mean, self.std,
                           tags, seed, self.size, self.device, self.num_workers)
     def _with(self, idx): return FileSplit(self.files, self.y, idx, self.augment, self.mean, self.std, self.size, self.device, self.num_workers)
-    def subset(self, frac:float, seed:int):
+    def subset(self,
+               frac:float, # share of each class kept
+               seed:int,   # seeds the draw
+              ):
         "A stratified, seeded `frac` of this split"
         return self._with(self.idx[stratified_sample(self.labels, frac, seed)])
-    def __add__(self, other):
+    def __add__(self,
+                other, # a split of the same files
+               ):
         "Concatenation of two splits of the same files"
         assert other.files is self.files, "only splits of the same files concatenate"
         return self._with(np.concatenate([self.idx, other.idx]))
 
 # %% ../nbs/01_data.ipynb #abe2bec9
-def tensor_splits(data:ImageData, splits:Splits, device='cpu',
-                  size:int=None) -> dict: # resize batches to `size` (a ViT's input size)
+def tensor_splits(data:ImageData, # an in-memory dataset
+                  splits:Splits,   # the index sets of one seed
+                  device='cpu',    # where the images are copied once and batches are made
+                  size:int=None,   # resize batches to size x size (a ViT's input size)
+                 ) -> dict:        # the five TensorSplits by name
     "The `forget`, `retain`, `retain_sub`, `unseen` and `test` `TensorSplit`s of an in-memory `data`, on `device`"
     if not data.in_memory: raise TypeError(f"{data.name} is streamed from disk: use `device_splits`")
     xtr, ytr = data.x_train.to(device), data.y_train.to(device)
@@ -564,9 +668,12 @@ def tensor_splits(data:ImageData, splits:Splits, device='cpu',
                 retain_sub=TensorSplit(xtr, ytr, splits.retain_sub, **kw),
                 unseen=TensorSplit(xho, yho, splits.unseen, **kw), test=TensorSplit(xho, yho, splits.test, **kw))
 
-def device_splits(data:ImageData, splits:Splits, device='cpu',
-                  size:int=None,          # resize batches to `size` (a ViT's input size)
-                  num_workers:int=None) -> dict: # decoding workers of streamed data; None: `default_workers`
+def device_splits(data:ImageData,      # a loaded dataset, in memory or on disk
+                  splits:Splits,        # the index sets of one seed
+                  device='cpu',         # where batches are made
+                  size:int=None,        # resize batches to size x size (a ViT's input size)
+                  num_workers:int=None, # decoding workers of streamed data; None: default_workers decides
+                 ) -> dict:             # the five splits by name
     "The five splits of `data` on `device`: `TensorSplit`s when it is in memory, else `FileSplit`s streaming from disk"
     if data.in_memory: return tensor_splits(data, splits, device, size)
     kw = dict(augment=data.augment, mean=data.mean, std=data.std, size=size, device=torch.device(device), num_workers=num_workers)
@@ -574,7 +681,10 @@ def device_splits(data:ImageData, splits:Splits, device='cpu',
     ho = lambda idx: FileSplit(data.x_heldout, data.y_heldout.cpu(), idx, **kw)
     return dict(forget=tr(splits.forget), retain=tr(splits.retain), retain_sub=tr(splits.retain_sub), unseen=ho(splits.unseen), test=ho(splits.test))
 
-def unseen_split(data:ImageData, device='cpu', size:int=None):
+def unseen_split(data:ImageData, # a dataset whose held-out split is the unseen set, e.g. CIFAKE
+                 device='cpu',   # where batches are made
+                 size:int=None,  # resize batches to size x size; None: as stored
+                ):
     "Every held-out image of `data` as one split: CIFAKE's synthetic images as the unseen set $D_u$ of CIFAR-10"
     idx = np.arange(len(data.y_heldout))
     if data.in_memory: return TensorSplit(data.x_heldout.to(device), data.y_heldout.to(device), idx, 'none', data.mean, data.std, size)
@@ -583,28 +693,46 @@ def unseen_split(data:ImageData, device='cpu', size:int=None):
 # %% ../nbs/01_data.ipynb #10a973de
 class TaggedDataset(Dataset):
     "Items `(x, y, tag)` of `dataset`, `tag` the boolean flag of each item"
-    def __init__(self, dataset, tags): self.dataset, self.tags = dataset, torch.as_tensor(np.asarray(tags), dtype=torch.bool)
+    def __init__(self,
+                 dataset, # a map-style Dataset of (x, y, ...) items
+                 tags,    # one bool per item
+                ): self.dataset, self.tags = dataset, torch.as_tensor(np.asarray(tags), dtype=torch.bool)
     def __len__(self): return len(self.dataset)
     def __getitem__(self, i): x, y = self.dataset[i][:2]; return x, y, self.tags[i]
 
 @dataclass
 class DatasetSplit:
     "A split over any map-style `torch` `Dataset` of `(x, y)` items"
-    dataset: Dataset
-    num_workers: int = 0
+    dataset: Dataset     # map-style, (x, y) items already transformed
+    num_workers: int = 0 # DataLoader workers of its loaders
     def __len__(self): return len(self.dataset)
     @property
     def labels(self) -> torch.Tensor:
         return torch.as_tensor([int(self.dataset[i][1]) for i in range(len(self.dataset))])
-    def loader(self, batch_size=128, train=False, seed=0, tags=None):
+    def loader(self,
+               batch_size=128, # items per batch
+               train=False,    # shuffle (augmentation is the Dataset's own transform); False: in order
+               seed=0,         # seeds the shuffling
+               tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+              ):
+        "A `DataLoader` of the items: shuffled when `train`, else in order"
         ds = self.dataset if tags is None else TaggedDataset(self.dataset, tags)
         return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=self.num_workers,
                           generator=torch.Generator().manual_seed(seed) if train else None)
-    def subset(self, frac:float, seed:int):
+    def subset(self,
+               frac:float, # share of each class kept
+               seed:int,   # seeds the draw
+              ):
+        "A stratified, seeded `frac` of this split (reads every label)"
         return DatasetSplit(Subset(self.dataset, stratified_sample(self.labels, frac, seed).tolist()), self.num_workers)
-    def __add__(self, other): return DatasetSplit(ConcatDataset([self.dataset, other.dataset]), self.num_workers)
+    def __add__(self,
+                other, # another DatasetSplit
+               ):
+        "Concatenation of the two datasets"
+        return DatasetSplit(ConcatDataset([self.dataset, other.dataset]), self.num_workers)
 
-def as_split(data):
+def as_split(data, # a split (has loader and subset), a torch Dataset or a DataLoader
+            ):
     "A split from a split, a `Dataset` or a `DataLoader`"
     if hasattr(data, 'loader') and hasattr(data, 'subset'): return data
     if isinstance(data, DataLoader): return DatasetSplit(data.dataset, data.num_workers)
@@ -612,7 +740,11 @@ def as_split(data):
     raise TypeError(f"expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
 
 # %% ../nbs/01_data.ipynb #a374e6d3
-def label_image(label:int, size:int, seed:int, width:int=None) -> np.ndarray:
+def label_image(label:int,     # the class to encode, 0 to 143
+                size:int,      # image height in pixels
+                seed:int,      # seeds the random texture of the bottom quarter
+                width:int=None, # image width in pixels; None: size (square)
+               ) -> np.ndarray: # size x width x 3 uint8
     "An RGB `size` x `width` `uint8` image whose two top bands encode `label` (< 144); the bottom quarter is random"
     h, w = size, width or size
     img = np.empty((h, w, 3), np.uint8)
@@ -621,19 +753,26 @@ def label_image(label:int, size:int, seed:int, width:int=None) -> np.ndarray:
     img[3*h//4:] = np.repeat(np.repeat(tex, -(-t//2), 0)[:t], -(-w//8), 1)[:, :w]
     return img
 
-def label_of(x) -> torch.Tensor:
+def label_of(x,             # B x C x H x W images, 0-255 values (unnormalize a loader's batch first)
+            ) -> torch.Tensor: # B labels, int64
     "The labels encoded by `label_image` in a batch `x` (B x C x H x W, 0-255 values), read where crops and flips leave the bands"
     x = torch.as_tensor(x).float(); h, w = x.shape[-2:]
     band = lambda r0, r1: x[..., r0:r1, w//8:w-w//8].flatten(-3).median(-1).values
     code = lambda v: ((v - 10)/20).round().clamp(0, 11).long()
     return code(band(h//8, h//4)) + 12*code(band(h//2, 5*h//8))
 
-def unnormalize(xb, mean, std) -> torch.Tensor:
+def unnormalize(xb,   # a normalised B x C x H x W batch
+                mean, # the per-channel mean it was normalised with, [0,1] units
+                std,  # the per-channel std it was normalised with, [0,1] units
+               ) -> torch.Tensor:
     "Pixel values (0-255) of a normalised batch"
     m, s = [torch.tensor(v, device=xb.device).view(1, -1, 1, 1)*255 for v in (mean, std)]
     return xb*s + m
 
-def save_jpeg(img:np.ndarray, path, grey:bool=False):
+def save_jpeg(img:np.ndarray, # H x W x 3 uint8 RGB image
+              path,           # where to write; parent folders are created
+              grey:bool=False, # store it as a one-channel greyscale JPEG
+             ):
     "Write `img` as a JPEG at `path` (greyscale when `grey`)"
     from PIL import Image
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
@@ -654,14 +793,20 @@ class _Py2Pickler(pickle._Pickler):
             self.write(pickle.GLOBAL + b'numpy.core.multiarray\n_reconstruct\n'); self.memoize(obj)
         else: super().save_global(obj, name)
 
-def py2_pickle(obj, path):
+def py2_pickle(obj,  # dicts, lists, numbers, bytes and numpy arrays, as in CIFAR's files
+               path, # file to write
+              ):
     "Write `obj` to `path` as Python 2's cPickle did (protocol 2; `bytes` as `str`)"
     with open(path, 'wb') as f: _Py2Pickler(f, protocol=2).dump(obj)
 
 def _cifar_images(labels, seed):
     return np.stack([label_image(int(l), 32, seed+i).transpose(2, 0, 1).reshape(-1) for i, l in enumerate(labels)])
 
-def write_cifar10(root, per_class:int=3, test_per_class:int=2, seed:int=0) -> Path:
+def write_cifar10(root,                 # folder to write cifar-10-batches-py/ into
+                  per_class:int=3,      # training images per class
+                  test_per_class:int=2, # test images per class
+                  seed:int=0,           # seeds the label order and the image textures
+                 ) -> Path:             # root, for load_cifar10
     "A CIFAR-10 tree `root/cifar-10-batches-py/` in torchvision's format: 5 train batches, `test_batch`, `batches.meta`"
     base = Path(root)/'cifar-10-batches-py'; base.mkdir(parents=True, exist_ok=True)
     names = ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
@@ -677,7 +822,11 @@ def write_cifar10(root, per_class:int=3, test_per_class:int=2, seed:int=0) -> Pa
     (base/'readme.html').write_text('<meta HTTP-EQUIV="REFRESH" content="0; URL=http://www.cs.toronto.edu/~kriz/cifar.html">')
     return Path(root)
 
-def write_cifar100(root, per_class:int=1, test_per_class:int=1, seed:int=0) -> Path:
+def write_cifar100(root,                 # folder to write cifar-100-python/ into
+                   per_class:int=1,      # training images per fine class
+                   test_per_class:int=1, # test images per fine class
+                   seed:int=0,           # seeds the label order and the image textures
+                  ) -> Path:             # root, for load_cifar100
     "A CIFAR-100 tree `root/cifar-100-python/` (`train`, `test`, `meta`, fine and coarse labels) in torchvision's format"
     base = Path(root)/'cifar-100-python'; base.mkdir(parents=True, exist_ok=True)
     rng = np.random.RandomState(seed)
@@ -690,7 +839,14 @@ def write_cifar100(root, per_class:int=1, test_per_class:int=1, seed:int=0) -> P
     return Path(root)
 
 # %% ../nbs/01_data.ipynb #bbc17232
-def write_tinyimagenet(root, n_classes:int=4, per_class:int=6, n_val:int=12, grey_every:int=5, size:int=64, seed:int=0) -> Path:
+def write_tinyimagenet(root,             # folder to write tiny-imagenet-200/ into
+                       n_classes:int=4,  # classes (wnids)
+                       per_class:int=6,  # training images per class
+                       n_val:int=12,     # validation images, of random classes
+                       grey_every:int=5, # every grey_every-th image is saved greyscale, as in the real set
+                       size:int=64,      # image side in pixels
+                       seed:int=0,       # seeds the validation labels and the image textures
+                      ) -> Path:         # root, for load_tinyimagenet
     "A TinyImageNet tree `root/tiny-imagenet-200/` with `n_classes` classes, `per_class` training and `n_val` validation images"
     base = Path(root)/'tiny-imagenet-200'; base.mkdir(parents=True, exist_ok=True)
     wnids = [f'n{9000000+7*c:08d}' for c in range(n_classes)]
@@ -714,7 +870,14 @@ def write_tinyimagenet(root, n_classes:int=4, per_class:int=6, n_val:int=12, gre
     return Path(root)
 
 # %% ../nbs/01_data.ipynb #cd544e98
-def write_mufac(root, n_train:int=24, n_val:int=10, n_test:int=10, forget_rows:int=8, size:int=128, seed:int=0) -> dict:
+def write_mufac(root,              # folder to write the MUFAC folder into
+                n_train:int=24,    # rows of the training CSV (at least forget_rows + 7)
+                n_val:int=10,      # rows of the validation CSV (at least 6)
+                n_test:int=10,     # rows of the test CSV (at least 9)
+                forget_rows:int=8, # first training rows that form the forget set
+                size:int=128,      # image side in pixels
+                seed:int=0,        # seeds the image textures
+               ) -> dict:          # sizes after cleaning, planted removals by kind, forget_rows
     "A MUFAC tree with one planted duplicate of each kind; returns the cleaned sizes and the planted removals"
     import pandas as pd
     base = Path(root)/'custom_korean_family_dataset_resolution_128'
@@ -742,8 +905,15 @@ def write_mufac(root, n_train:int=24, n_val:int=10, n_test:int=10, forget_rows:i
     return dict(sizes=dict(forget=f - 2, retain=n_train - f - 1, val=n_val - 2, test=n_test - 2), planted=planted, forget_rows=f)
 
 # %% ../nbs/01_data.ipynb #df46fae9
-def write_imagenet(root, n_classes:int=3, per_class:int=52, val_per_class:int=12, val_layout:str='folders',
-                   height:int=48, width:int=64, seed:int=0) -> Path:
+def write_imagenet(root,                    # folder to write imagenet/ into
+                   n_classes:int=3,         # classes (wnids)
+                   per_class:int=52,        # training images per class (load_imagenet needs at least 50)
+                   val_per_class:int=12,    # validation images per class
+                   val_layout:str='folders', # 'folders': val/<wnid>/; else one flat val/ labelled by meta.bin
+                   height:int=48,           # image height in pixels
+                   width:int=64,            # image width in pixels (not square, to test resize-then-crop)
+                   seed:int=0,              # seeds the validation order and the image textures
+                  ) -> Path:                # root, for load_imagenet
     "An ImageNet tree `root/imagenet/` in torchvision's layout, `per_class` training and `val_per_class` validation images per class"
     base = Path(root)/'imagenet'; base.mkdir(parents=True, exist_ok=True)
     wnids = [f'n{1440764+11*c:08d}' for c in range(n_classes)]
@@ -759,7 +929,10 @@ def write_imagenet(root, n_classes:int=3, per_class:int=52, val_per_class:int=12
     return Path(root)
 
 # %% ../nbs/01_data.ipynb #7a011b17
-def write_cifake(root, per_class:int=3, seed:int=0) -> Path:
+def write_cifake(root,            # folder to write cifake/test/ into
+                 per_class:int=3, # synthetic (FAKE) images per CIFAR-10 class
+                 seed:int=0,      # seeds the image textures
+                ) -> Path:        # root, for load_cifake
     "A CIFAKE tree `root/cifake/test/FAKE/` with `per_class` images of each CIFAR-10 class, named as the real ones"
     base = Path(root)/'cifake'/'test'; k = 0
     for c in range(10):
@@ -773,11 +946,15 @@ def write_cifake(root, per_class:int=3, seed:int=0) -> Path:
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 CIFAR10_CLASSES = ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
 
-def read_cifar_pickle(path) -> dict:
+def read_cifar_pickle(path, # one file of a CIFAR python archive
+                     ) -> dict:
     "One CIFAR file: a Python 2 pickle, read with `encoding='latin1'` (keys as `str`)"
     with open(path, 'rb') as f: return pickle.load(f, encoding='latin1')
 
-def read_cifar(folder, files, label_key:str):
+def read_cifar(folder,        # the extracted archive, e.g. cifar-10-batches-py/
+               files,         # file names in folder, concatenated in this order
+               label_key:str, # 'labels' (CIFAR-10) or 'fine_labels' (CIFAR-100)
+              ):
     "Images (N x 3 x 32 x 32 `uint8`) and labels of the CIFAR pickles `files` in `folder`"
     if missing := [f for f in files if not (Path(folder)/f).exists()]:
         raise FileNotFoundError(f"{folder} is incomplete: {', '.join(missing)} missing; extract the archive again")
@@ -793,7 +970,9 @@ def _torchvision_download(cls:str):
     return _dl
 
 @register_dataset('cifar10', model='resnet18', img_size=32, augment='crop_flip', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
-def load_cifar10(root=None, download=True):
+def load_cifar10(root=None,    # folder searched first; see data_dirs
+                 download=True, # let torchvision download the archive when it is not found
+                 ):
     "CIFAR-10 from torchvision's `cifar-10-batches-py/` (downloaded by torchvision when missing and allowed)"
     base, _ = find_data('cifar10', ['cifar-10-batches-py/batches.meta'], root, download=_torchvision_download('CIFAR10') if download else None)
     xtr, ytr = read_cifar(base, [f'data_batch_{i}' for i in range(1, 6)], 'labels')
@@ -801,7 +980,9 @@ def load_cifar10(root=None, download=True):
     return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'])
 
 @register_dataset('cifar100', model='resnet18', img_size=32, augment='crop_flip', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
-def load_cifar100(root=None, download=True):
+def load_cifar100(root=None,    # folder searched first; see data_dirs
+                  download=True, # let torchvision download the archive when it is not found
+                  ):
     "CIFAR-100 (fine labels) from torchvision's `cifar-100-python/` (downloaded by torchvision when missing and allowed)"
     base, _ = find_data('cifar100', ['cifar-100-python/meta'], root, download=_torchvision_download('CIFAR100') if download else None)
     xtr, ytr = read_cifar(base, ['train'], 'fine_labels')
@@ -813,7 +994,8 @@ TINY_URL, TINY_MD5 = 'http://cs231n.stanford.edu/tiny-imagenet-200.zip', '90528d
 TINY_MEAN = tuple(v/255 for v in (122.4786, 114.2755, 101.3963))
 TINY_STD = tuple(v/255 for v in (70.4924, 68.5679, 71.8127))
 
-def read_tinyimagenet(base):
+def read_tinyimagenet(base, # the tiny-imagenet-200/ folder
+                     ):
     "Training files and labels, validation files and labels, and class names of a `tiny-imagenet-200/` folder"
     base = Path(base)
     wnids = [l.strip() for l in (base/'wnids.txt').read_text().splitlines() if l.strip()]
@@ -836,7 +1018,9 @@ def _tiny_download(folder):
     download_and_extract_archive(TINY_URL, str(folder), md5=TINY_MD5)
 
 @register_dataset('tinyimagenet', model='resnet18', img_size=64, augment='flip', mean=TINY_MEAN, std=TINY_STD, in_memory='auto')
-def load_tinyimagenet(root=None, download=True):
+def load_tinyimagenet(root=None,    # folder searched first; see data_dirs
+                      download=True, # fetch the official archive when it is not found
+                      ):
     "TinyImageNet from the standard `tiny-imagenet-200/` tree (downloaded from its official archive when missing and allowed)"
     base, _ = find_data('tinyimagenet', ['tiny-imagenet-200/wnids.txt'], root, download=_tiny_download if download else None)
     train, ytr, val, yval, classes = read_tinyimagenet(base)
@@ -848,7 +1032,9 @@ MUFAC_CLASSES = ['0-6 years', '7-12 years', '13-19 years', '20-30 years', '31-45
 MUFAC_FORGET_ROWS = 1500   # the authors' forget set before cleaning: the first 1,500 rows of the training CSV
 MUFAC_CLEAN_SIZES = dict(forget=1062, retain=5513, val=1211, test=1118)  # after cleaning (paper, appendix)
 
-def read_mufac_csv(base, split:str):
+def read_mufac_csv(base,      # the custom_korean_family_dataset_resolution_128/ folder
+                   split:str, # 'train', 'val' or 'test'
+                  ):
     "One MUFAC CSV as a DataFrame with the image's `path` and its `label` (0-7 for age classes a-h)"
     import pandas as pd
     df = pd.read_csv(Path(base)/f'custom_{split}_dataset.csv')
@@ -857,7 +1043,9 @@ def read_mufac_csv(base, split:str):
     return df.assign(path=[str(Path(base)/f'{split}_images'/p) for p in df.image_path],
                      label=[ord(a) - ord('a') for a in df.age_class]).reset_index(drop=True)
 
-def image_hashes(paths, workers:int=None) -> list:
+def image_hashes(paths,            # image files
+                 workers:int=None, # threads; None: up to 8
+                ) -> list:         # one hex string per path, in order
     "The perceptual hash (`imagehash.phash`, as hex) of every image in `paths`, computed by threads"
     imagehash = optional_import('imagehash', 'mufac')
     from PIL import Image
@@ -870,8 +1058,8 @@ def image_hashes(paths, workers:int=None) -> list:
 class MufacCleaning:
     "What the MUFAC cleaning removed (one row per image: split, file, reason, the file it repeats) and the split sizes"
     removed: object   # DataFrame: split, image_path, reason, duplicate_of
-    before: dict
-    after: dict
+    before: dict      # images per set (forget, retain, val, test) before cleaning
+    after: dict       # images per set after cleaning
     def summary(self):
         "Removed images per split and reason"
         return self.removed.groupby(['split', 'reason'], sort=False).size().rename('removed')
@@ -879,13 +1067,14 @@ class MufacCleaning:
         sizes = ', '.join(f"{k} {self.before[k]} -> {self.after[k]}" for k in self.after)
         return f"MUFAC cleaning: removed {len(self.removed)} images ({sizes})\n{self.summary().to_string()}"
 
-def clean_mufac(frames:dict, # 'train', 'val', 'test' DataFrames from `read_mufac_csv`
-                forget_rows:int=MUFAC_FORGET_ROWS): # the first rows of the training CSV that form the forget set
+def clean_mufac(frames:dict, # 'train', 'val', 'test' DataFrames from read_mufac_csv
+                forget_rows:int=MUFAC_FORGET_ROWS, # the first rows of the training CSV that form the forget set
+               ):
     "Drop MUFAC's duplicates by perceptual hash (PROTOCOL section 4): returns the cleaned forget, retain, val, test and the report"
     import pandas as pd
     fr = {s: f.assign(hash=image_hashes(f['path'])) for s, f in frames.items()}
     removed = []
-    def found_in(df, other, split, reason):          # drop rows whose image is in `other`
+    def found_in(df, other, split, reason):          # drop rows whose image is in other
         first = dict(zip(other['hash'][::-1], other['image_path'][::-1]))
         hit = df['hash'].isin(list(first))
         removed.extend((split, p, reason, first[h]) for p, h in zip(df['image_path'][hit], df['hash'][hit]))
@@ -905,8 +1094,10 @@ def clean_mufac(frames:dict, # 'train', 'val', 'test' DataFrames from `read_mufa
 
 # %% ../nbs/01_data.ipynb #6417e7ca
 @register_dataset('mufac', model='resnet18', img_size=128, augment='mufac', mean=(0., 0., 0.), std=(1., 1., 1.), in_memory=False)
-def load_mufac(root=None, download=True,
-               forget_rows:int=MUFAC_FORGET_ROWS): # rows of the raw training CSV that form the forget set
+def load_mufac(root=None,     # folder searched first; see data_dirs
+               download=True, # unused: MUFAC is downloaded by hand (see HOW_TO_GET)
+               forget_rows:int=MUFAC_FORGET_ROWS, # rows of the raw training CSV that form the forget set
+              ):
     "MUFAC from its CSV + image-folder layout, cleaned of duplicates; fixed forget/retain/unseen/test sets"
     base, _ = find_data('mufac', [f'{MUFAC_DIR}/custom_train_dataset.csv'], root)
     optional_import('imagehash', 'mufac')
@@ -928,7 +1119,9 @@ def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if 
 
 @register_dataset('imagenet', model='vit_b_16_imagenet', img_size=224, augment='none', mean=IMAGENET_MEAN, std=IMAGENET_STD,
                   in_memory=False, gold=False, train_original=False)
-def load_imagenet(root=None, download=True):
+def load_imagenet(root=None,    # folder searched first; see data_dirs
+                  download=True, # unused: ImageNet needs an account (see HOW_TO_GET)
+                  ):
     "ImageNet-1k: 5 forget + 45 retain training images per class, the validation split as the held-out split"
     base, _ = find_data('imagenet', ['imagenet/train'], root)
     wnids = sorted(p.name for p in (base/'train').iterdir() if p.is_dir())
@@ -949,7 +1142,8 @@ def load_imagenet(root=None, download=True):
                      torch.tensor([c for _, c in val]), classes, fixed=fixed)
 
 # %% ../nbs/01_data.ipynb #efce5f01
-def cifake_label(filename:str) -> int:
+def cifake_label(filename:str, # a file name of CIFAKE's test/FAKE/, e.g. '1000 (3).jpg'
+                ) -> int:      # CIFAR-10 class, 0-9
     "CIFAR-10 class of a CIFAKE `test/FAKE` file: `N (k).jpg` is class k-1, `N.jpg` class 0"
     m = re.search(r'\((\d+)\)', filename)
     if m is None: return 0
@@ -958,7 +1152,9 @@ def cifake_label(filename:str) -> int:
 
 @register_dataset('cifake', model=None, img_size=32, augment='none', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
                   gold=False, unseen_for='cifar10')
-def load_cifake(root=None, download=True):
+def load_cifake(root=None,    # folder searched first; see data_dirs
+                download=True, # unused: CIFAKE comes from Kaggle (see HOW_TO_GET)
+                ):
     "CIFAKE's synthetic test images as a held-out set of CIFAR-10's classes (no training split)"
     base, lay = find_data('cifake', ['cifake/test/FAKE', 'cifake_classes/0'], root)
     if lay.startswith('cifake/'): files = [(p, cifake_label(p.name)) for p in _images(base/'test'/'FAKE')]
@@ -967,7 +1163,9 @@ def load_cifake(root=None, download=True):
                      torch.tensor([c for _, c in files]), CIFAR10_CLASSES)
 
 # %% ../nbs/01_data.ipynb #6efae330
-def write_idx(path, arr:np.ndarray):
+def write_idx(path,           # file to write; gzipped when it ends in .gz
+              arr:np.ndarray, # the array; its values are cast to uint8
+             ):
     "Write a `uint8` array as an IDX file (gzipped when `path` ends in `.gz`): the inverse of `read_idx`"
     arr = np.ascontiguousarray(arr, dtype=np.uint8)
     buf = struct.pack('>HBB', 0, 0x08, arr.ndim) + struct.pack(f'>{arr.ndim}I', *arr.shape) + arr.tobytes()

@@ -35,7 +35,9 @@ BENCHMARK_DEFAULTS = {
     'imagenet': dict(method_overrides={'lotus': {'batch_size': 256}}),   # PROTOCOL section 2: ImageNet ViT, batch 256
 }
 
-def benchmark_defaults(dataset:str, model:str) -> dict:
+def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
+                       model:str    # registry name (resolved, not 'auto'): its arch picks the recipe
+                      ) -> dict: # keys train_size, img_size, augment, recipe, method_overrides
     "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`"
     base = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[model_arch(model)], method_overrides={})
     return {**base, **BENCHMARK_DEFAULTS.get(dataset, {})}
@@ -45,7 +47,8 @@ KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'se
 METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
 COLUMNS = KEY + METRICS
 
-def read_results(path) -> pd.DataFrame:
+def read_results(path # a results.csv; absent: an empty table with COLUMNS
+                ) -> pd.DataFrame:
     "The rows of a `results.csv`, refusing a file that is not one"
     path = Path(path)
     if not path.exists(): return pd.DataFrame(columns=COLUMNS)
@@ -55,7 +58,9 @@ def read_results(path) -> pd.DataFrame:
         raise ValueError(f"{path} exists but is not a lotus_nb results file (missing {sorted(missing)}); choose another out_dir")
     return df
 
-def append_row(path, row:dict):
+def append_row(path,    # the results.csv; created (with its folder) if absent
+               row:dict # {column: value} of one run; missing COLUMNS are left empty, others dropped
+              ):
     "Append one row to the results file: an exclusive lock, one write, fsync (the header with the first row)"
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + '.lock'), 'w') as lock:
@@ -66,7 +71,9 @@ def append_row(path, row:dict):
         try: os.write(fd, text.encode()); os.fsync(fd)
         finally: os.close(fd)
 
-def row_id(row, with_seed:bool=True) -> tuple:
+def row_id(row,                # a results row: a dict or a DataFrame row with the KEY columns
+           with_seed:bool=True # False: leave the seed out (the run's benchmark and method only)
+          ) -> tuple:
     "The identity of a run, normalised: its key columns (without the seed: its benchmark and method)"
     fc = row['forget_class']
     key = (str(row['dataset']), str(row['model']), None if pd.isna(row['forget_pct']) else round(float(row['forget_pct']), 6),
@@ -77,7 +84,7 @@ def row_id(row, with_seed:bool=True) -> tuple:
 UNSEEN_SOURCES = {}
 UNSEEN_MODULES = ('synthetic',)   # modules that register generators: imported on first use, in every process (Ray workers too)
 
-def register_unseen(name:str): # the name a `BenchmarkSpec.unseen` uses
+def register_unseen(name:str): # the name a BenchmarkSpec's unseen field uses
     "Decorator: register `f(prep, splits, seed, device) -> split`, a generator of the methods' unseen set $D_u$"
     def _inner(f): UNSEEN_SOURCES[name] = f; return f
     return _inner
@@ -87,34 +94,40 @@ def load_unseen() -> dict:
     for m in UNSEEN_MODULES: importlib.import_module(f'lotus_nb.{m}')
     return UNSEEN_SOURCES
 
-def unseen_sources(dataset:str) -> list:
+def unseen_sources(dataset:str # registry name of the benchmark's dataset
+                  ) -> list:
     "The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as its $D_u$ (CIFAKE for CIFAR-10)"
     return ['heldout', *load_unseen(), *[d for d in DATASETS if dataset_defaults(d).unseen_for == dataset]]
 
 @dataclass
 class BenchmarkSpec:
     "One benchmark: a dataset and a model, a forget set (a fraction, or a whole class), the source of $D_u$"
-    dataset: str = 'fashionmnist'     # registry name: see `DATASETS`
-    model: str = 'auto'               # registry name: see `MODELS`; 'auto': the dataset's (the paper's) model
+    dataset: str = 'fashionmnist'     # registry name: see DATASETS
+    model: str = 'auto'               # registry name: see MODELS; 'auto': the dataset's (the paper's) model
     forget_pct: float = 0.1           # fraction of each class to forget (instance unlearning)
     forget_class: object = None       # a class index or name: class unlearning instead
-    unseen: str = 'heldout'           # the methods' $D_u$: 'heldout' or a name in `UNSEEN_SOURCES`
-    train_size: object = 'default'    # stratified training subset; 'default': `benchmark_defaults`, None: all
-    img_size: object = 'default'      # resize the images; 'default': `benchmark_defaults`, None: native
-    recipe: Recipe = None             # training of f_orig and f_gold; None: `benchmark_defaults`
+    unseen: str = 'heldout'           # the methods' $D_u$: 'heldout', a generator in UNSEEN_SOURCES, or a dataset
+    train_size: object = 'default'    # stratified training subset; 'default': benchmark_defaults, None: all
+    img_size: object = 'default'      # resize the images; 'default': benchmark_defaults, None: native
+    recipe: Recipe = None             # training of f_orig and f_gold; None: benchmark_defaults
     train_epochs: int = None          # cap on the recipe's epochs (quick checks)
     data_root: str = None             # data folder; None: the dataset's default locations
     method_overrides: dict = None     # {method: {hyperparameter: value}}
     pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
     retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (PROTOCOL section 1)
 
-def resolve_spec(spec:BenchmarkSpec) -> BenchmarkSpec:
+def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
+                ) -> BenchmarkSpec:
     "`spec` with `model='auto'` replaced by the dataset's model (after checking the dataset's name)"
     check_choice(spec.dataset, DATASETS, 'dataset')
     return dataclasses.replace(spec, model=resolve_model(spec.model, spec.dataset))
 
 # %% ../nbs/08_experiment.ipynb #8399f4ee
-def check_benchmark(spec:BenchmarkSpec, seeds, methods, out_dir):
+def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved (model not 'auto')
+                    seeds,              # a list of non-negative integers, no repeats
+                    methods,            # registry names; None: every registered method (gold where the dataset has one)
+                    out_dir             # folder of results.csv; must be a folder or absent
+                   ):
     "Validate a (resolved) benchmark and its run; returns the seeds and methods as lists and the results path"
     check_choice(spec.dataset, DATASETS, 'dataset'); check_choice(spec.model, MODELS, 'model')
     check_choice(spec.unseen, unseen_sources(spec.dataset), 'unseen source')
@@ -143,7 +156,9 @@ def check_benchmark(spec:BenchmarkSpec, seeds, methods, out_dir):
     read_results(out/'results.csv')
     return seeds, methods, out/'results.csv'
 
-def resolve_class(data, forget_class):
+def resolve_class(data,        # the loaded ImageData (for its classes)
+                  forget_class # a class index, its digits as a string, a class name, or None
+                 ):
     "Class index of `forget_class`, given as an index or a class name"
     if forget_class is None: return None
     if isinstance(forget_class, str) and not forget_class.isdigit():
@@ -154,36 +169,48 @@ def resolve_class(data, forget_class):
 @dataclass
 class Prepared:
     "A benchmark made concrete: its data, recipe, resolved forget set, and the configs and identities of its methods"
-    spec: BenchmarkSpec
-    data: object
+    spec: BenchmarkSpec               # the resolved benchmark
+    data: object                      # the loaded ImageData (subset, image size and augmentation applied)
     unseen_data: object               # the dataset of a synthetic $D_u$ (CIFAKE), or None
-    recipe: Recipe
-    forget_pct: float
-    forget_class: int
-    arch: str
-    kind: str
-    cfgs: dict
-    setup: dict
-    base: dict
+    recipe: Recipe                    # training of f_orig and f_gold, train_epochs cap applied
+    forget_pct: float                 # fraction of each class forgotten; None for class unlearning
+    forget_class: int                 # the forgotten class index; None for instance unlearning
+    arch: str                         # 'resnet' or 'vit': whose method hyperparameters apply
+    kind: str                         # 'instance' or 'class'
+    cfgs: dict                        # method -> its resolved config (the training recipe for the references)
+    setup: dict                       # method -> hash of everything that determines its row (the setup column)
+    base: dict                        # what determines f_orig and f_gold (checkpoint cache key), seed aside
     @property
     def name(self) -> str: return benchmark_name(self.spec.dataset, self.spec.model, self.forget_pct, self.forget_class, self.spec.unseen)
-    def splits(self, seed:int): return dataset_splits(self.data, self.forget_pct, seed, self.forget_class)
-    def checkpoints(self, seed:int, cache) -> tuple:
+    def splits(self, seed:int): # the seed that draws the forget set and the unseen/test halves
+        return dataset_splits(self.data, self.forget_pct, seed, self.forget_class)
+    def checkpoints(self, seed:int, # the run's seed
+                    cache           # the checkpoint folder
+                   ) -> tuple:
         "Paths of the cached $f_{orig}$ (shared by every forget set) and $f_{gold}$ of `seed`"
         forget = self.splits(seed).forget.tolist()
         return (Path(cache)/f"orig_{cache_key(**self.base, kind='orig', seed=seed)}.pt",
                 Path(cache)/f"gold_{cache_key(**self.base, kind='gold', seed=seed, forget=forget)}.pt")
-    def ident(self, method:str, seed:int) -> tuple:
+    def ident(self, method:str, # registry name
+              seed:int          # the run's seed
+             ) -> tuple: # the row_id of that run's row
         s = self.spec
         return row_id(dict(dataset=s.dataset, model=s.model, forget_pct=self.forget_pct, forget_class=self.forget_class,
                            unseen=s.unseen, method=method, seed=seed, setup=self.setup[method]))
 
-def benchmark_name(dataset, model, forget_pct, forget_class, unseen='heldout') -> str:
+def benchmark_name(dataset,          # registry name of the dataset
+                   model,            # registry name of the model (resolved)
+                   forget_pct,       # fraction forgotten (ignored when forget_class is given)
+                   forget_class,     # class index (or name) forgotten; None: instance unlearning
+                   unseen='heldout'  # the methods' $D_u$ source; any but 'heldout' is appended
+                  ) -> str:
     "`dataset_model_forget10`, `..._class3`; a synthetic unseen source is appended"
     name = f"{dataset}_{model}_" + (f"class{forget_class}" if forget_class is not None else f"forget{round(100*forget_pct):g}")
     return name if unseen == 'heldout' else f"{name}_{unseen}"
 
-def prepare(spec:BenchmarkSpec, methods) -> Prepared:
+def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_benchmark)
+            methods             # registry names to configure (checked)
+           ) -> Prepared:
     "Load `spec`'s data (`spec` resolved) and resolve its defaults, forget class, configs and run identities"
     dflt = benchmark_defaults(spec.dataset, spec.model)
     train_size = dflt['train_size'] if spec.train_size == 'default' else spec.train_size
@@ -209,17 +236,25 @@ def prepare(spec:BenchmarkSpec, methods) -> Prepared:
 @dataclass
 class SeedContext:
     "Everything one seed of a benchmark works with: its splits, $f_{orig}$ and $f_{gold}$ (cached), the task and the evaluator"
-    splits: dict
-    f_orig: nn.Module
+    splits: dict          # forget, retain, test, unseen: the seed's splits on the device
+    f_orig: nn.Module     # the original model (trained on forget + retain, or pretrained)
     f_gold: nn.Module     # None without a gold model (ImageNet)
-    task: UnlearnTask
-    ref: object           # the reference outputs of `evaluate`
-    def evaluate(self, model, **kw) -> dict:
+    task: UnlearnTask     # what the methods get: forget, retain, the methods' $D_u$, seed, cached models
+    ref: object           # the reference outputs of evaluate (f_gold, f_orig, f_rand), computed once
+    def evaluate(self, model, # the model to score, e.g. an unlearned f_un
+                 **kw         # passed on to lotus_nb.metrics.evaluate
+                ) -> dict:
         "The metrics of `model` on this seed's splits, against the cached reference outputs"
         ts = self.splits
         return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=self.ref, **kw)
 
-def seed_context(prep:Prepared, seed:int, out_dir, device='cpu', cache_dir=None, progress:bool=True) -> SeedContext:
+def seed_context(prep:Prepared,      # the prepared benchmark
+                 seed:int,           # draws the splits and seeds the training of f_orig and f_gold
+                 out_dir,            # the run's folder; its checkpoints/ is the default cache
+                 device='cpu',       # 'auto', 'cpu' or 'cuda'
+                 cache_dir=None,     # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
+                 progress:bool=True  # show training progress bars
+                ) -> SeedContext:
     "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
     dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, cache_dir or Path(out_dir)/'checkpoints')
     model, dd = prep.spec.model, dataset_defaults(prep.spec.dataset)
@@ -238,8 +273,15 @@ def seed_context(prep:Prepared, seed:int, out_dir, device='cpu', cache_dir=None,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
     return SeedContext(ts, f_orig, f_gold, task, ref)
 
-def run_seed(prep:Prepared, seed:int, methods, out_dir, device='cpu', cache_dir=None, progress:bool=True,
-             on_row=None) -> int: # `on_row(row)` after each row is written (progress reports)
+def run_seed(prep:Prepared,      # the prepared benchmark
+             seed:int,           # the seed to run
+             methods,            # registry names (checked); those already in results.csv are skipped
+             out_dir,            # results.csv, runs/ and, by default, checkpoints/ go here
+             device='cpu',       # 'auto', 'cpu' or 'cuda'
+             cache_dir=None,     # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
+             progress:bool=True, # show progress bars
+             on_row=None         # called as on_row(row) after each row is written (progress reports)
+            ) -> int:
     "Run every method of `prep` not yet done for `seed`, appending one row each to `out_dir/results.csv`; returns how many ran"
     out = Path(out_dir); res_path = out/'results.csv'
     done = {row_id(r) for _, r in read_results(res_path).iterrows()}
@@ -270,22 +312,25 @@ def run_seed(prep:Prepared, seed:int, methods, out_dir, device='cpu', cache_dir=
 @dataclass
 class Benchmark:
     "What `run_benchmark` produced: the rows of this benchmark, its tables and figure paths"
-    results: pd.DataFrame
-    tables: dict = field(default_factory=dict)
-    figures: dict = field(default_factory=dict)
-    name: str = ''
+    results: pd.DataFrame                        # this benchmark's rows of results.csv
+    tables: dict = field(default_factory=dict)   # 'avg_gap', 'avg_gap_supp', 'hyperparams' -> table
+    figures: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> path of the PNG
+    name: str = ''                                # benchmark_name, e.g. 'digits_resnet18_tiny_forget10'
     missing: str = ''    # why the benchmark could not run (its data is absent), or ''
-    spec: object = None  # the (resolved) `BenchmarkSpec` it ran
+    spec: object = None  # the (resolved) BenchmarkSpec it ran
 
-def check_checkpoints(prep:Prepared, seeds, cache):
+def check_checkpoints(prep:Prepared, # the prepared benchmark
+                      seeds,         # the seeds to be run
+                      cache          # the checkpoint folder
+                     ):
     "Refuse a corrupt cached checkpoint of any seed, before any training"
     for s in seeds:
         for p in prep.checkpoints(s, cache):
             if p.exists(): load_checkpoint(p)
 
 # %% ../nbs/08_experiment.ipynb #ee18c00e
-def run_benchmark(dataset:str='fashionmnist', # registry name: see `DATASETS`
-                  model:str='auto',           # registry name: see `MODELS`; 'auto': the dataset's (the paper's) model
+def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
+                  model:str='auto',           # registry name: see MODELS; 'auto': the dataset's (the paper's) model
                   forget_pct:float=0.1,      # fraction of each class to forget (instance unlearning)
                   seeds=(3407, 13, 12),      # the paper's seeds; each draws its own forget set
                   methods=None,              # registered methods (references included) to run; None: all of them
@@ -293,14 +338,17 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see `DATASETS`
                   device:str='auto',         # 'auto', 'cpu' or 'cuda'
                   forget_class=None,         # a class index or name: class unlearning instead
                   data_root=None,            # data folder; None uses the dataset's default locations
-                  train_size='default', img_size='default', recipe:Recipe=None, # None/'default': `benchmark_defaults`
+                  train_size='default',      # stratified training subset; 'default': benchmark_defaults, None: all
+                  img_size='default',        # resize the images; 'default': benchmark_defaults, None: native
+                  recipe:Recipe=None,        # training of f_orig and f_gold; None: benchmark_defaults
                   train_epochs:int=None,     # cap on the epochs of f_orig and f_gold (quick checks); None: the recipe's
                   method_overrides:dict=None, # {method: {hyperparameter: value}}
-                  unseen:str='heldout',      # the methods' $D_u$: 'heldout' or a name in `UNSEEN_SOURCES`
+                  unseen:str='heldout',      # the methods' $D_u$: 'heldout' or a name in unseen_sources(dataset)
                   pretrained=None,           # True, False, a local weights file; None: the paper's choice for the model
                   retain_pct:float=0.3,      # fraction of $D_r$ that LoTUS and Bad Teacher see
                   cache_dir=None,            # checkpoints of f_orig and f_gold; default out_dir/checkpoints
-                  progress:bool=True) -> Benchmark:
+                  progress:bool=True         # show progress bars
+                 ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in `out_dir/results.csv`, then write its tables and figures"
     spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, forget_class, unseen, train_size, img_size, recipe, train_epochs,
                                       data_root, method_overrides, pretrained, retain_pct))
@@ -316,7 +364,10 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see `DATASETS`
 # %% ../nbs/08_experiment.ipynb #ccb4ab1a
 STREISAND = ('original', 'gold', 'random_label', 'lotus')   # the models of the paper's entropy figure
 
-def report(out_dir, prep:Prepared, methods) -> Benchmark:
+def report(out_dir,        # the run's folder: results.csv and runs/ are read, tables/ and figures/ written
+           prep:Prepared, # the prepared benchmark (selects its rows)
+           methods        # registry names to report
+          ) -> Benchmark:
     "Tables and figures of one benchmark from `out_dir/results.csv` and `out_dir/runs/`"
     out = Path(out_dir); df = read_results(out/'results.csv')
     want = {prep.ident(m, 0)[:-1] for m in methods}

@@ -17,13 +17,19 @@ __all__ = ['FinetuneConfig', 'finetune']
 @dataclass
 class FinetuneConfig(MethodConfig):
     "Finetuning: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
-    optimizer: str = 'sgd'
-    lr: float = 1e-3
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
+    epochs: int = 10           # passes over the retain set (LoTUS's; ViT: 3)
+    batch_size: int = 128      # retain images per step (LoTUS's; ViT: 32)
+    optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
+    lr: float = 1e-3           # learning rate
+    momentum: float = 0.9      # SGD momentum
+    weight_decay: float = 5e-4 # L2 penalty of the optimiser
 
 @register_method('finetune', FinetuneConfig, display='Finetuning')
-def finetune(original:nn.Module, task:UnlearnTask, cfg:FinetuneConfig, progress:bool=True) -> Unlearned:
+def finetune(original:nn.Module,    # f_orig: the starting point (left unchanged)
+             task:UnlearnTask,      # only its retain set D_r is used
+             cfg:FinetuneConfig,    # hyperparameters
+             progress:bool=True,    # show a progress bar over epochs
+            ) -> Unlearned:         # f_un in eval mode; record: train_loss per epoch
     "Finetuning: minimise cross-entropy on the whole retain set; the forget set is never seen"
     student = student_of(original)
     batches = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)

@@ -19,18 +19,26 @@ __all__ = ['RecipeConfig', 'original', 'gold']
 @dataclass
 class RecipeConfig:
     "A reference's config: the recipe that trains $f_{orig}$ (and retrains $f_{gold}$)"
-    recipe: Recipe = field(default_factory=lambda: RECIPES['resnet'])
+    recipe: Recipe = field(default_factory=lambda: RECIPES['resnet']) # f_orig's training recipe (ViT: RECIPES['vit'])
     arch_defaults: ClassVar[dict] = {'vit': dict(recipe=RECIPES['vit'])}
     class_defaults: ClassVar[dict] = {}
 
 @register_method('original', RecipeConfig, display='Original', reference=True)
-def original(original:nn.Module, task:UnlearnTask, cfg:RecipeConfig, progress:bool=True) -> Unlearned:
+def original(original:nn.Module,   # f_orig, copied and frozen (left unchanged)
+             task:UnlearnTask,     # only its original_meta is read: f_orig's training time and history
+             cfg:RecipeConfig,     # unused: kept for the registry's common signature
+             progress:bool=True,   # unused: nothing is trained
+            ) -> Unlearned:        # frozen copy of f_orig; record: time_min (NaN if unknown), history
     "The Original: a frozen copy of $f_{orig}$; its time is $f_{orig}$'s training time when `task.original_meta` has it"
     meta = task.original_meta or {}
     return Unlearned(frozen(original), dict(time_min=meta.get('time_min', math.nan), history=meta.get('history')))
 
 @register_method('gold', RecipeConfig, display='Gold Std', reference=True)
-def gold(original:nn.Module, task:UnlearnTask, cfg:RecipeConfig, progress:bool=True) -> Unlearned:
+def gold(original:nn.Module,   # f_orig: only its architecture (and init) is reused; left unchanged
+         task:UnlearnTask,     # D_r to train on, D_u for early stopping; task.retrain, if set, replaces training
+         cfg:RecipeConfig,     # the recipe that trains f_gold (ignored when task.retrain is set)
+         progress:bool=True,   # show the training progress bar
+        ) -> Unlearned:        # f_gold in eval mode; record: time_min, history of its training
     "The Gold Standard: `task.retrain()`, or a re-initialised copy of `original` trained on $D_r$ with `cfg.recipe`"
     if task.retrain is not None: model, meta = task.retrain()
     else:

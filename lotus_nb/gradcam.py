@@ -14,14 +14,16 @@ from .models import CifarResNet
 __all__ = ['tokens_to_map', 'cam_candidates', 'cam_layer', 'grad_cam', 'predicted', 'show_image', 'plot_gradcams']
 
 # %% ../nbs/23_gradcam.ipynb #447f6867
-def tokens_to_map(prefix:int): # tokens before the patch tokens (the class token)
+def tokens_to_map(prefix:int # tokens before the patch tokens (1: the class token)
+                 ):           # a function of a B x (prefix + h*w) x C tensor
     "A grad-cam `reshape_transform`: ViT tokens `B x (prefix + h*w) x C` to feature maps `B x C x h x w`"
     def _reshape(t):
         t = t[:, prefix:]; side = math.isqrt(t.shape[1])
         return t.reshape(t.shape[0], side, side, t.shape[2]).permute(0, 3, 1, 2)
     return _reshape
 
-def cam_candidates(model:nn.Module) -> tuple:
+def cam_candidates(model:nn.Module # CifarResNet, torchvision ResNet, timm ViT or torchvision ViT
+                  ) -> tuple:      # (layers shallow to deep, reshape or None)
     "The layers Grad-CAM can read in `model` (our ResNets and ViTs), shallow to deep, and the reshape of their outputs (None: already maps)"
     if isinstance(model, CifarResNet): return list(model.blocks), None
     if hasattr(model, 'layer4'): return [b for l in (model.layer1, model.layer2, model.layer3, model.layer4) for b in l], None   # torchvision ResNet
@@ -30,8 +32,10 @@ def cam_candidates(model:nn.Module) -> tuple:
     raise TypeError(f"no Grad-CAM layer known for {type(model).__name__}: pass `layer` (and `reshape`) to grad_cam")
 
 # %% ../nbs/23_gradcam.ipynb #683e4654
-def cam_layer(model:nn.Module, x:torch.Tensor, # images the map is for (one forward pass measures the maps)
-              min_side:int=2) -> tuple: # the narrowest map worth drawing
+def cam_layer(model:nn.Module, # a model cam_candidates knows; its train/eval mode is restored
+              x:torch.Tensor,  # images the map is for; one forward pass of x[:1] measures the maps
+              min_side:int=2,  # the narrowest map worth drawing, in feature-map pixels
+              ) -> tuple:      # (layer, reshape), as grad_cam takes them
     "`(layer, reshape)`: the deepest of `cam_candidates(model)` whose map on `x` is at least `min_side` wide (else the widest)"
     layers, reshape = cam_candidates(model)
     sides, was = {}, model.training
@@ -48,10 +52,13 @@ def cam_layer(model:nn.Module, x:torch.Tensor, # images the map is for (one forw
     return layers[ok[-1] if ok else max(sides, key=sides.get)], reshape
 
 # %% ../nbs/23_gradcam.ipynb #0e322be2
-def grad_cam(model:nn.Module, x:torch.Tensor, # normalised images `B x C x H x W` on the model's device
-             targets=None,          # the class whose evidence is mapped: an int, one per image, or None (each image's prediction)
-             min_side:int=2,        # see `cam_layer`
-             layer:nn.Module=None, reshape=None) -> np.ndarray: # a layer of your own (and its reshape), instead of `cam_layer`'s
+def grad_cam(model:nn.Module,      # the classifier, e.g. f_orig or f_un; left in its mode, without gradients
+             x:torch.Tensor,       # normalised images B x C x H x W on the model's device
+             targets=None,         # the class whose evidence is mapped: an int, one per image, or None (each image's prediction)
+             min_side:int=2,       # narrowest map when cam_layer picks the layer
+             layer:nn.Module=None, # a layer of your own to read; None: cam_layer's choice
+             reshape=None,         # with layer: the reshape of its output to B x C x h x w (None: already maps)
+             ) -> np.ndarray:      # B x H x W maps, each in [0, 1]
     "Grad-CAM maps of `model` on `x` (grad-cam's `GradCAM`): `B x H x W`, each in [0, 1]"
     cams = optional_import('pytorch_grad_cam', 'gradcam')
     from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
@@ -63,25 +70,31 @@ def grad_cam(model:nn.Module, x:torch.Tensor, # normalised images `B x C x H x W
             return cam(input_tensor=x, targets=None if targets is None else [ClassifierOutputTarget(int(t)) for t in targets])
     finally: model.zero_grad(set_to_none=True); model.train(was)
 
-def predicted(model:nn.Module, x:torch.Tensor) -> list:
+def predicted(model:nn.Module, # the classifier
+              x:torch.Tensor,  # normalised images B x C x H x W on the model's device
+              ) -> list:       # one class index per image
     "The class `model` predicts for each image of `x` (eval mode; the model's mode is kept)"
     was = model.training
     with torch.no_grad(): out = model.eval()(x).argmax(1).tolist()
     model.train(was); return out
 
 # %% ../nbs/23_gradcam.ipynb #6cccb848
-def show_image(x:torch.Tensor, mean, std) -> np.ndarray: # a normalised `C x H x W` image, its dataset's normalisation
+def show_image(x:torch.Tensor, # one normalised image, C x H x W
+               mean,           # its dataset's per-channel mean, in [0, 1] units
+               std,            # its dataset's per-channel std, in [0, 1] units
+               ) -> np.ndarray:
     "The image to draw: `H x W x 3` floats in [0, 1] (greyscale repeated)"
     img = (unnormalize(x[None].float(), mean, std)[0]/255).clamp(0, 1)
     return img.expand(3, -1, -1).permute(1, 2, 0).cpu().numpy().astype(np.float32)
 
 def plot_gradcams(models:dict,         # panel title -> model, e.g. {'before: $f_{orig}$': f_orig, 'after: LoTUS': f_un}
-                  x:torch.Tensor,      # one normalised image, `C x H x W`
-                  image:np.ndarray,    # the same image to draw (`show_image`)
+                  x:torch.Tensor,      # one normalised image, C x H x W
+                  image:np.ndarray,    # the same image to draw (show_image)
                   classes,             # class names, by index
                   target:int=None,     # the class mapped in every panel; None: each model's prediction
-                  title:str=None,
-                  input_title:str=None) -> plt.Figure: # when given, a first panel shows the image alone, with this title
+                  title:str=None,      # figure title; None: none
+                  input_title:str=None,# when given, a first panel shows the image alone, with this title
+                  ) -> plt.Figure:
     "One panel per model: its Grad-CAM of `target` over the image, titled with its prediction"
     show_cam_on_image = optional_import('pytorch_grad_cam.utils.image', 'gradcam').show_cam_on_image
     n = len(models) + (input_title is not None)

@@ -21,18 +21,26 @@ __all__ = ['log', 'EXECUTORS', 'GridProgress', 'plan_grid', 'run_local', 'run_ra
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 class GridProgress:
     "Counts finished rows of a grid and logs each with the elapsed time and an estimate of the time left"
-    def __init__(self, total:int): self.total, self.done, self.t0 = total, 0, time.perf_counter()
+    def __init__(self, total:int): # rows the grid will produce in all
+        self.total, self.done, self.t0 = total, 0, time.perf_counter()
     def eta(self) -> float:
         "Seconds left at the mean pace so far (nan before the first row)"
         return float('nan') if not self.done else (time.perf_counter() - self.t0)/self.done*(self.total - self.done)
-    def step(self, what:str, n:int=1):
+    def step(self, what:str, # what finished, for the log line (benchmark, seed, method)
+             n:int=1         # how many rows finished
+            ):
         "Record `n` more finished rows, described by `what`"
         self.done += n; el = time.perf_counter() - self.t0
         log.info(f"[grid {self.done}/{self.total} rows, {el/60:.1f} min elapsed, ~{self.eta()/60:.1f} min left] {what}")
 
 # %% ../nbs/20_grid.ipynb #9aa31fc0
-def plan_grid(specs, seeds, methods, out_dir, cache_dir=None,
-              skip_missing:bool=False) -> tuple: # True: a benchmark whose data is absent is set aside, not an error
+def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; at least one
+              seeds,                  # the seeds every benchmark runs
+              methods,                # registry names; None: every registered method
+              out_dir,                # the shared folder of results.csv (and, by default, checkpoints/)
+              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
+              skip_missing:bool=False # True: a benchmark whose data is absent is set aside, not an error
+             ) -> tuple:
     "Check and prepare every benchmark; returns `(preps, methods, units, missing)`, `units` a list of `(prep index, seed, rows to run)`"
     specs = [resolve_spec(s) for s in specs]
     if not specs: raise ValueError("the grid has no benchmark")
@@ -52,7 +60,14 @@ def plan_grid(specs, seeds, methods, out_dir, cache_dir=None,
     return preps, methods, units, missing
 
 # %% ../nbs/20_grid.ipynb #4c8d8f1b
-def run_local(preps, methods, units, out_dir, device='auto', cache_dir=None, progress:bool=True):
+def run_local(preps,             # the Prepared benchmarks, as plan_grid returns them
+              methods,           # registry names (checked)
+              units,             # (prep index, seed, rows to run) triples, as plan_grid returns them
+              out_dir,           # the shared folder of results.csv
+              device='auto',     # 'auto', 'cpu' or 'cuda'
+              cache_dir=None,    # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
+              progress:bool=True # show progress bars
+             ):
     "Run the units one after the other in this process"
     prog = GridProgress(sum(n for *_, n in units))
     for i, s, _ in units:
@@ -64,8 +79,16 @@ def _ray_unit(spec, seed, methods, out_dir, device, cache_dir, *after):
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     return run_seed(prepare(spec, methods), seed, methods, out_dir, device, cache_dir, progress=False)
 
-def run_ray(preps, methods, units, out_dir, device='auto', cache_dir=None, ray_address=None, # None: a local Ray instance
-            num_cpus:int=1, poll_s:float=5.):  # CPUs per task where the cluster has no GPU; seconds between progress reports
+def run_ray(preps,            # the Prepared benchmarks, as plan_grid returns them (each worker re-prepares its own)
+            methods,          # registry names (checked)
+            units,            # (prep index, seed, rows to run) triples, as plan_grid returns them
+            out_dir,          # the shared folder of results.csv: every worker must see it
+            device='auto',    # 'auto': 'cuda' where the cluster has GPUs, else 'cpu'; or 'cpu', 'cuda'
+            cache_dir=None,   # checkpoints of f_orig and f_gold, seen by every worker; None: out_dir/checkpoints
+            ray_address=None, # an existing Ray cluster; None: a local Ray instance
+            num_cpus:int=1,   # CPUs per task where the cluster has no GPU
+            poll_s:float=5.   # seconds between checks for finished units
+           ):
     "Run the units as Ray tasks: one GPU each where the cluster has GPUs, else `num_cpus` CPUs"
     ray = optional_import('ray', 'ray')
     if not ray.is_initialized(): ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
@@ -89,19 +112,26 @@ def run_ray(preps, methods, units, out_dir, device='auto', cache_dir=None, ray_a
 EXECUTORS = {'local': run_local, 'ray': run_ray}
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
-def find_benchmark(benchmarks:dict, spec:BenchmarkSpec):
+def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark name: Benchmark}
+                   spec:BenchmarkSpec # the spec as planned, model='auto' allowed
+                  ):
     "The `Benchmark` of `run_grid`'s result that ran `spec` (as planned, `model='auto'` included)"
     want = resolve_spec(spec)
     for b in benchmarks.values():
         if b.spec == want: return b
     raise KeyError(f"no benchmark ran {spec}")
 
-def run_grid(specs,                     # `BenchmarkSpec`s
-             seeds=(3407, 13, 12), methods=None, # None: every registered method
-             out_dir='results', executor:str='local', # 'local' or 'ray'
-             ray_address:str=None,      # an existing Ray cluster ('auto', 'ray://host:10001'); None: a local instance
-             device:str='auto', cache_dir=None, progress:bool=True,
-             skip_missing:bool=False) -> dict: # True: benchmarks whose data is absent come back with `missing` set
+def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
+             seeds=(3407, 13, 12),   # the paper's seeds, run for every benchmark
+             methods=None,           # registry names; None: every registered method
+             out_dir='results',      # shared folder: results.csv, tables/, figures/, runs/, checkpoints/
+             executor:str='local',   # 'local' (this process, one unit after another) or 'ray'
+             ray_address:str=None,   # an existing Ray cluster ('auto', 'ray://host:10001'); None: a local instance
+             device:str='auto',      # 'auto', 'cpu' or 'cuda'
+             cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
+             progress:bool=True,     # progress bars (local executor only)
+             skip_missing:bool=False # True: benchmarks whose data is absent come back with missing set
+            ) -> dict:
     "Run every row of the grid not yet in `out_dir/results.csv`; returns `{benchmark name: Benchmark}`"
     if executor not in EXECUTORS: raise ValueError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
     if executor == 'ray': optional_import('ray', 'ray')

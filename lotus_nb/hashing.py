@@ -15,12 +15,14 @@ __all__ = ['MUFAC_FOLDERS', 'MUFAC_REASONS', 'as_hashes', 'tensor_hashes', 'imag
            'plot_duplicate_pairs', 'split_class_counts', 'plot_class_counts']
 
 # %% ../nbs/24_hashing.ipynb #890e5e4d
-def as_hashes(hashes) -> np.ndarray: # hex strings (`image_hashes`), `imagehash.ImageHash`es, or integers
+def as_hashes(hashes # hex strings (image_hashes), imagehash.ImageHash objects, or integers
+             ) -> np.ndarray: # uint64, one per hash
     "64-bit perceptual hashes as a `uint64` array"
     if isinstance(hashes, np.ndarray) and hashes.dtype == np.uint64: return hashes
     return np.array([h if isinstance(h, (int, np.integer)) else int(str(h), 16) for h in hashes], dtype=np.uint64)
 
-def tensor_hashes(x:torch.Tensor) -> np.ndarray: # `uint8` images, N x C x H x W (C = 1 or 3)
+def tensor_hashes(x:torch.Tensor # uint8 images, N x C x H x W (C = 1 or 3)
+                 ) -> np.ndarray:  # N uint64 pHashes
     "`imagehash.phash` of every image of an in-memory dataset, as `uint64`"
     imagehash = optional_import('imagehash', 'mufac')
     from PIL import Image
@@ -28,7 +30,9 @@ def tensor_hashes(x:torch.Tensor) -> np.ndarray: # `uint8` images, N x C x H x W
     img = (lambda i: Image.fromarray(a[i, 0])) if a.shape[1] == 1 else (lambda i: Image.fromarray(a[i].transpose(1, 2, 0)))
     return as_hashes([str(imagehash.phash(img(i))) for i in range(len(a))])
 
-def images_hashes(images, idx=None) -> np.ndarray: # `uint8` tensor of images or `ImageFiles`; positions to hash (None: all)
+def images_hashes(images,  # a uint8 image tensor (N x C x H x W) or ImageFiles
+                  idx=None, # positions of the images to hash; None: all
+                  ) -> np.ndarray: # uint64 pHashes, in the order of idx
     "Perceptual hashes of `images[idx]`: decoded tensors through `tensor_hashes`, files through `image_hashes`"
     sel = images if idx is None else images[np.asarray(idx, dtype=int)]
     return as_hashes(image_hashes(sel.paths)) if isinstance(sel, ImageFiles) else tensor_hashes(sel)
@@ -36,17 +40,22 @@ def images_hashes(images, idx=None) -> np.ndarray: # `uint8` tensor of images or
 # %% ../nbs/24_hashing.ipynb #a979815d
 _POP8 = np.array([bin(i).count('1') for i in range(256)], dtype=np.uint8)
 
-def popcount(x:np.ndarray) -> np.ndarray:
+def popcount(x:np.ndarray # uint64 array, any shape
+            ) -> np.ndarray: # same shape: the number of 1 bits of each element
     "Set bits of each `uint64` (numpy's `bitwise_count` where it exists, else a byte table)"
     if hasattr(np, 'bitwise_count'): return np.bitwise_count(x)
     return _POP8[x.view(np.uint8)].reshape(*x.shape, 8).sum(-1)
 
-def hamming(a, b) -> np.ndarray:
+def hamming(a, # hashes, anything as_hashes accepts
+            b, # hashes, anything as_hashes accepts
+            ) -> np.ndarray:
     "Hamming distances (bits) between every hash of `a` and every hash of `b`: a `len(a) x len(b)` matrix"
     return popcount(as_hashes(a)[:, None] ^ as_hashes(b)[None, :]).astype(np.int64)
 
-def nearest(queries, pool, # hashes (see `as_hashes`)
-            chunk:int=1<<22) -> tuple: # pairs compared at once (memory: 8 bytes each)
+def nearest(queries,        # hashes to look up (anything as_hashes accepts)
+            pool,           # hashes to search among; must not be empty
+            chunk:int=1<<22 # pairs compared at once (memory: 8 bytes each)
+           ) -> tuple:      # (distance in bits, index into pool), one per query
     "`(distance, index)` of each query's nearest hash in `pool`"
     q, p = as_hashes(queries), as_hashes(pool)
     if not len(p): raise ValueError("nearest: the pool of hashes is empty")
@@ -57,20 +66,24 @@ def nearest(queries, pool, # hashes (see `as_hashes`)
     return dist, idx
 
 # %% ../nbs/24_hashing.ipynb #78d8789c
-def forget_retain_distances(data, splits) -> np.ndarray: # an `ImageData` and its `Splits`
+def forget_retain_distances(data,   # an ImageData, whose x_train holds forget and retain
+                            splits, # its Splits (dataset_splits): forget and retain positions
+                            ) -> np.ndarray: # one distance (bits, 0..64) per forget image
     "Hamming distance (bits) from each forget image to its nearest retain image"
     return nearest(images_hashes(data.x_train, splits.forget), images_hashes(data.x_train, splits.retain))[0]
 
-def hash_diff_summary(dists:dict, # dataset label -> distances (`forget_retain_distances`)
-                      near:int=8) -> pd.DataFrame: # at most this many bits apart counts as a near-duplicate
+def hash_diff_summary(dists:dict, # dataset label -> distances (forget_retain_distances)
+                      near:int=8,  # at most this many bits apart counts as a near-duplicate
+                      ) -> pd.DataFrame: # one row per dataset
     "Per dataset: forget images, median distance, and the share of forget images with a copy / a near-duplicate in the retain set"
     rows = {k: {'forget images': len(d), 'median distance': float(np.median(d)), 'share at 0 bits': float(np.mean(d == 0)),
                 f'share within {near} bits': float(np.mean(d <= near))} for k, d in dists.items()}
     return pd.DataFrame.from_dict(rows, orient='index')
 
 # %% ../nbs/24_hashing.ipynb #920b8474
-def plot_hash_diff(dists:dict, # dataset label -> distances
-                   title:str=None) -> plt.Figure:
+def plot_hash_diff(dists:dict,    # dataset label -> distances (forget_retain_distances)
+                   title:str=None, # figure title; None: none
+                   ) -> plt.Figure:
     "The cumulative distribution of forget-to-nearest-retain hash distances, one curve per dataset"
     import seaborn as sns
     df = pd.concat([pd.DataFrame({'dataset': k, 'distance': d}) for k, d in dists.items()], ignore_index=True)
@@ -86,11 +99,14 @@ def plot_hash_diff(dists:dict, # dataset label -> distances
 MUFAC_FOLDERS = dict(forget='train', retain='train', val='val', test='test')     # the image folder of each split
 MUFAC_REASONS = {'in retain': ('retain', 'train'), 'in test': ('test', 'test'), 'in train': ('train', 'train')}  # -> (split of the copy, folder)
 
-def mufac_folder(root=None) -> Path:
+def mufac_folder(root=None # the data root to search; None: the default locations (find_data)
+                ) -> Path:
     "The MUFAC folder (`custom_korean_family_dataset_resolution_128/`) that `load_dataset('mufac', root)` reads"
     return find_data('mufac', [f'{MUFAC_DIR}/custom_train_dataset.csv'], root)[0]
 
-def duplicate_pairs(cleaning, base) -> pd.DataFrame: # `MufacCleaning` (`data.notes['cleaning']`), the MUFAC folder
+def duplicate_pairs(cleaning, # the MufacCleaning report, data.notes['cleaning']
+                    base,     # the MUFAC folder (mufac_folder) holding the image folders
+                    ) -> pd.DataFrame: # one row per removed image
     "The removed images and the images they repeat, as files: `split, reason, image, other_split, other`"
     rows = []
     for r in cleaning.removed.itertuples():
@@ -99,8 +115,9 @@ def duplicate_pairs(cleaning, base) -> pd.DataFrame: # `MufacCleaning` (`data.no
                          other_split=other_split, other=str(Path(base)/f'{folder}_images'/r.duplicate_of)))
     return pd.DataFrame(rows, columns=['split', 'reason', 'image', 'other_split', 'other'])
 
-def plot_duplicate_pairs(pairs:pd.DataFrame, # `duplicate_pairs`
-                         per_kind:int=1) -> plt.Figure: # pairs shown of each (split, reason)
+def plot_duplicate_pairs(pairs:pd.DataFrame, # the pairs of duplicate_pairs
+                         per_kind:int=1,     # pairs shown of each (split, reason)
+                         ) -> plt.Figure:
     "One row per duplicate pair, the removed image beside the one it repeats; the paper's two kinds first"
     from PIL import Image
     first = [('retain', 'duplicate'), ('forget', 'in retain')]
@@ -117,14 +134,17 @@ def plot_duplicate_pairs(pairs:pd.DataFrame, # `duplicate_pairs`
     return fig
 
 # %% ../nbs/24_hashing.ipynb #58b6799f
-def split_class_counts(data, splits) -> pd.DataFrame: # an `ImageData` and its `Splits`
+def split_class_counts(data,   # an ImageData (labels and class names)
+                       splits, # its Splits: forget, retain, unseen, test positions
+                       ) -> pd.DataFrame: # classes x splits, image counts
     "Images of each class (rows, by name) in each split: forget, retain, unseen, test"
     y, yh = np.asarray(data.y_train), np.asarray(data.y_heldout)
     parts = dict(forget=y[splits.forget], retain=y[splits.retain], unseen=yh[splits.unseen], test=yh[splits.test])
     return pd.DataFrame({k: np.bincount(v, minlength=data.num_classes) for k, v in parts.items()}, index=data.classes)
 
-def plot_class_counts(counts:pd.DataFrame, # `split_class_counts`
-                      title:str=None) -> plt.Figure:
+def plot_class_counts(counts:pd.DataFrame, # classes x splits counts (split_class_counts)
+                      title:str=None,      # figure title; None: none
+                      ) -> plt.Figure:
     "Grouped bars: images per class, one bar per split"
     import seaborn as sns
     df = counts.rename_axis('class').reset_index().melt(id_vars='class', var_name='split', value_name='images')

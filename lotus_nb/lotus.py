@@ -20,7 +20,8 @@ __all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', '
 # %% ../nbs/05_lotus.ipynb #9ac8b8a6
 def dynamic_tau(acc_forget:float, # student accuracy on the forget set (a float, or a 0-dim tensor on the device)
                 acc_unseen:float, # teacher accuracy on the unseen set
-                alpha:float=2.):  # scale of the accuracy difference
+                alpha:float=2.,   # scale of the accuracy difference
+               ):
     "Temperature `tau_d` of Eq. (11): above 1 smooths, below 1 sharpens"
     if torch.is_tensor(acc_forget): return torch.exp(alpha*(acc_forget.double() - acc_unseen))  # in float64, where it is
     return math.exp(alpha*(acc_forget-acc_unseen))
@@ -30,7 +31,8 @@ def lotus_targets(teacher_logits:torch.Tensor, # B x K logits of the frozen teac
                   is_forget:torch.Tensor,      # B booleans: the unlearning label l
                   tau_d:float,                 # temperature of the forget targets
                   gumbel:bool=True,            # False: softmax with temperature (the ablation)
-                  noise:torch.Tensor=None):    # B x K Exponential(1) draws; None: drawn here
+                  noise:torch.Tensor=None,     # B x K Exponential(1) draws; None: drawn here
+                 ):
     "Soft Gumbel-softmax targets at `tau_d` for forget rows, the hard ($\\tau \\to 0^+$) sample for retain rows"
     z = teacher_logits.float()
     if gumbel: z = z - (torch.empty_like(z).exponential_() if noise is None else noise).log()  # + Gumbel(0,1) noise
@@ -39,8 +41,8 @@ def lotus_targets(teacher_logits:torch.Tensor, # B x K logits of the frozen teac
     return torch.where(is_forget[:, None], soft, hard)
 
 def soft_cross_entropy(logits:torch.Tensor, # B x K logits of the student
-                       target:torch.Tensor  # B x K target distributions (each row sums to 1)
-                      ) -> torch.Tensor:
+                       target:torch.Tensor, # B x K target distributions (each row sums to 1)
+                      ) -> torch.Tensor:    # scalar: the batch mean
     "Batch mean of $-\\sum_k t_k \\log \\mathrm{softmax}(\\text{logits})_k$"
     return -(target * F.log_softmax(logits.float(), dim=-1)).sum(-1).mean()
 
@@ -49,14 +51,15 @@ def lotus_loss(student_logits,     # B x K logits of the student f_un
                is_forget,          # B booleans: the unlearning label l
                tau_d:float,        # temperature of the forget targets, Eq. (11)
                gumbel:bool=True,   # False: softmax with temperature (the ablation)
-               noise=None):        # B x K Exponential(1) draws for the Gumbel noise; None: drawn here
+               noise=None,         # B x K Exponential(1) draws for the Gumbel noise; None: drawn here
+              ):
     "LoTUS's loss, Eq. (12): soft-target cross-entropy of the student against `lotus_targets`"
     return soft_cross_entropy(student_logits, lotus_targets(teacher_logits, is_forget, tau_d, gumbel, noise))
 
 # %% ../nbs/05_lotus.ipynb #dc3c772c
 def legacy_stop_reached(acc_forget:float, # student accuracy on the forget set
-                        acc_unseen:float  # teacher accuracy on the unseen set
-                       ) -> bool:
+                        acc_unseen:float, # teacher accuracy on the unseen set
+                       ) -> bool:         # True: stop before this epoch
     "The public code's stop: both accuracies rounded to 2 decimals, stop once the difference is at most -0.01 (in whole percents)"
     return round(round(acc_forget, 2)*100) - round(round(acc_unseen, 2)*100) <= -1
 
@@ -64,9 +67,12 @@ def legacy_stop_reached(acc_forget:float, # student accuracy on the forget set
 @dataclass
 class LotusConfig(MethodConfig):
     "LoTUS's hyperparameters (paper, section 4)"
+    epochs: int = 10                # passes over D_f and the retain subset (ViT: 3)
+    batch_size: int = 128           # images per step, forget and retain mixed (ViT: 32)
     optimizer: str = 'adamw'        # AdamW, as in the paper
-    lr: float = 1e-4                # ResNet18's; ViT's is 1e-6 (`arch_defaults`)
-    weight_decay: float = 5e-4
+    lr: float = 1e-4                # ResNet18's; ViT's is 1e-6 (arch_defaults)
+    momentum: float = 0.9           # SGD only: unused with AdamW
+    weight_decay: float = 5e-4      # AdamW's decoupled weight decay
     alpha: float = 2.               # scale of the accuracy difference in tau_d, Eq. (11)
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
     class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
@@ -80,8 +86,8 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
           task:UnlearnTask,     # the forget, retain and unseen sets
           cfg:LotusConfig,      # hyperparameters
           progress:bool=True,   # show a progress bar
-          grad_hook=None        # `grad_hook(student)` between backward and step (LoTUS + SalUn's mask); None: none
-         ) -> Unlearned:
+          grad_hook=None,       # grad_hook(student) between backward and step (LoTUS + SalUn's mask); None: none
+         ) -> Unlearned:        # f_un in eval mode; record: per-epoch trace, acc_unseen, stop_epoch
     "LoTUS: distil the Gumbel-perturbed teacher into the student on $D_f \\cup$ a subset of $D_r$"
     teacher, student = frozen(original), student_of(original)
     if cfg.class_unlearning: acc_unseen = 0.
@@ -110,13 +116,17 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
     return Unlearned(student.eval(), dict(trace=trace, acc_unseen=acc_unseen, stop_epoch=stop))
 
 # %% ../nbs/05_lotus.ipynb #a0926e00
-def lotus_unlearn(model:nn.Module, forget, retain, unseen=None, # `Dataset`s, `DataLoader`s or splits of (x, y); `unseen` may be None for class unlearning
-                  retain_pct:float=0.3,  # fraction of `retain` that LoTUS distils on (a seeded subset)
+def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain (left unchanged)
+                  forget,                # D_f: a Dataset, DataLoader or split of (x, y)
+                  retain,                # D_r: the same kinds as forget
+                  unseen=None,           # D_u: the same kinds; None only with forget_class (class unlearning)
+                  retain_pct:float=0.3,  # fraction of retain that LoTUS distils on (a seeded subset)
                   seed:int=0,            # seeds the retain subset, the batch order and the Gumbel noise
                   arch:str='resnet',     # 'resnet' or 'vit': which of the paper's hyperparameters apply
                   progress:bool=True,    # show a progress bar
                   forget_class:int=None, # the class the forget set holds, for class unlearning
-                  **hyper):              # LotusConfig fields to override, e.g. alpha=4, epochs=5
+                  **hyper,               # LotusConfig fields to override, e.g. alpha=4, epochs=5
+                 ):
     "Unlearn `forget` from `model` with LoTUS; returns `(model, record)`"
     res = unlearn('lotus', model, UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class),
                   arch=arch, progress=progress, **hyper)

@@ -23,16 +23,16 @@ __all__ = ['log', 'METHODS', 'METHOD_MODULES', 'PAPER_ORDER', 'UnlearnTask', 'Me
 @dataclass
 class UnlearnTask:
     "The data an unlearning method may use: splits (or `Dataset`s, or `DataLoader`s) of $D_f$, $D_r$, $D_u$"
-    forget: object            # $D_f$
-    retain: object            # $D_r$
+    forget: object            # $D_f$: the samples to forget
+    retain: object            # $D_r$: the rest of the training set
     unseen: object = None     # $D_u$: held-out samples of the same classes (LoTUS's reference accuracy)
     retain_pct: float = 0.3   # fraction of $D_r$ that LoTUS and Bad Teacher see
     seed: int = 0             # draws the retain subset, shuffles and noise
     num_classes: int = None   # inferred from the model's output when None
-    retain_sub: object = None # the retain subset itself; None: drawn by `retain_subset()` inside the method, so its time counts
+    retain_sub: object = None # the retain subset itself; None: drawn by retain_subset() inside the method (timed)
     forget_class: int = None  # set for class unlearning
-    retrain: Callable = None  # `retrain() -> (model, meta)`: $f_{gold}$ (a benchmark passes its cached one)
-    original_meta: dict = None # how $f_{orig}$ was trained (`time_min`, `history`): the Original's row
+    retrain: Callable = None  # retrain() -> (model, meta): $f_{gold}$ (a benchmark passes its cached one)
+    original_meta: dict = None # how $f_{orig}$ was trained (time_min, history): the Original's row
     def __post_init__(self):
         self.forget, self.retain = as_split(self.forget), as_split(self.retain)
         if self.unseen is not None: self.unseen = as_split(self.unseen)
@@ -49,7 +49,7 @@ class UnlearnTask:
 class MethodConfig:
     "Hyperparameters shared by all methods"
     epochs: int = 10           # passes over the method's training data
-    batch_size: int = 128
+    batch_size: int = 128      # images per optimiser step
     optimizer: str = 'sgd'     # 'sgd', 'adam' or 'adamw'
     lr: float = 1e-3           # learning rate
     momentum: float = 0.9      # SGD only
@@ -83,18 +83,21 @@ PAPER_ORDER = ('original', 'gold', 'finetune', 'neggrad_plus', 'random_label', '
 def _rank(name:str) -> tuple:
     return (PAPER_ORDER.index(name) if name in PAPER_ORDER else len(PAPER_ORDER), list(METHODS).index(name))
 
-def list_methods(reference:bool=None) -> list: # None: all; True: the references only; False: the unlearning methods only
+def list_methods(reference:bool=None, # None: all; True: the references only; False: the unlearning methods only
+                ) -> list:
     "Registered method names in the paper's column order"
     load_methods()
     return sorted((m for m, f in METHODS.items() if reference is None or f.reference == reference), key=_rank)
 
-def check_method(name:str) -> str:
+def check_method(name:str, # the method name to check
+                ) -> str:
     "`name` if it is a registered method, else a `ValueError` naming the valid ones"
     return check_choice(name, load_methods(), 'method')
 
-def method_config(name:str, arch:str='resnet', # 'resnet' or 'vit': see `arch_defaults`
-                  kind:str='instance',        # 'instance' or 'class' unlearning: see `class_defaults`
-                  **overrides):
+def method_config(name:str,                  # a registered method
+                  arch:str='resnet',          # 'resnet' or 'vit': selects the config's arch_defaults
+                  kind:str='instance',        # 'instance' or 'class' unlearning: 'class' applies class_defaults
+                  **overrides):               # config fields to set, applied last; unknown names raise TypeError
     "Config of method `name` for architecture `arch` and unlearning `kind`, with `overrides`"
     cls = METHODS[check_method(name)].config
     check_choice(kind, ('instance', 'class'), 'kind')
@@ -108,19 +111,24 @@ def method_config(name:str, arch:str='resnet', # 'resnet' or 'vit': see `arch_de
 class Unlearned:
     "The result of an unlearning method: the unlearned model and a record of the run"
     model: nn.Module           # $f_{un}$, in eval mode
-    record: dict = field(default_factory=dict) # what the method reports (`time_min`, `method`, `config`, traces)
+    record: dict = field(default_factory=dict) # what the method reports (time_min, method, config, traces)
 
-def unlearn(name:str,              # a registered method (`list_methods()`)
+def unlearn(name:str,              # a registered method (see list_methods())
             original:nn.Module,    # $f_{orig}$; methods work on copies and leave it unchanged
-            task:UnlearnTask,      # the sets; `task.forget_class` set means class unlearning
-            cfg=None,              # None: `method_config(name, arch, kind)`
-            arch:str='resnet',     # 'resnet' or 'vit': see `arch_defaults`
+            task:UnlearnTask,      # the sets; task.forget_class set means class unlearning
+            cfg=None,              # the method's config; None: method_config(name, arch, kind, **overrides)
+            arch:str='resnet',     # 'resnet' or 'vit': selects the config's arch_defaults
             progress:bool=True,    # show a progress bar
-            **overrides) -> Unlearned: # config fields to override
+            **overrides,           # config fields to override (on cfg too, when it is given)
+           ) -> Unlearned:         # the method's result; record gains time_min, method and config
     "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call"
     f = METHODS[check_method(name)]
     kind = 'instance' if task.forget_class is None else 'class'
-    cfg = cfg if cfg is not None else method_config(name, arch, kind, **overrides)
+    if cfg is None: cfg = method_config(name, arch, kind, **overrides)
+    elif overrides:
+        bad = set(overrides) - {f.name for f in dataclasses.fields(cfg)}
+        if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}")
+        cfg = dataclasses.replace(cfg, **overrides)
     task = dataclasses.replace(task)
     with Timer(model_device(original)) as t:
         set_seed(task.seed)
@@ -130,20 +138,22 @@ def unlearn(name:str,              # a registered method (`list_methods()`)
     return out
 
 # %% ../nbs/04_methods.ipynb #0a51db02
-def student_of(model:nn.Module) -> nn.Module:
+def student_of(model:nn.Module, # the model to copy (left unchanged)
+              ) -> nn.Module:   # a deep copy, every parameter trainable, in train mode
     "A trainable copy of `model`"
     s = copy.deepcopy(model)
     for p in s.parameters(): p.requires_grad_(True)
     return s.train()
 
-def frozen(model:nn.Module) -> nn.Module:
+def frozen(model:nn.Module, # the model to copy (left unchanged)
+          ) -> nn.Module:   # a deep copy, no parameter trainable, in eval mode
     "A frozen copy of `model` in eval mode"
     t = copy.deepcopy(model).eval()
     for p in t.parameters(): p.requires_grad_(False)
     return t
 
 def make_optimizer(params,            # the parameters to optimise
-                   cfg:MethodConfig   # reads `optimizer`, `lr`, `momentum` and `weight_decay`
+                   cfg:MethodConfig,  # reads optimizer, lr, momentum (SGD only) and weight_decay
                   ) -> torch.optim.Optimizer:
     "The optimiser named by `cfg.optimizer`, with `cfg.lr` and `cfg.weight_decay` (fused on the fast path: `new_optimizer`)"
     from lotus_nb.training import new_optimizer
@@ -151,27 +161,33 @@ def make_optimizer(params,            # the parameters to optimise
     kw = dict(momentum=cfg.momentum) if opt == 'sgd' else {}
     return new_optimizer(opt, params, cfg.lr, weight_decay=cfg.weight_decay, **kw)
 
-def with_tags(first, second, # two splits; `first`'s samples get the tag True (LoTUS's and Bad Teacher's $l = 1$)
-              batch_size:int,
-              seed:int):        # seeds the shuffling and the augmentation
+def with_tags(first,           # a split whose samples get the tag True (LoTUS's and Bad Teacher's $l = 1$)
+              second,          # a split whose samples get the tag False
+              batch_size:int,  # samples per batch, both splits mixed
+              seed:int):       # seeds the shuffling and the augmentation
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"
     import numpy as np
     tags = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)]
     return (first + second).loader(batch_size, train=True, seed=seed, tags=tags)
 
-def num_classes_of(model:nn.Module, task:UnlearnTask) -> int:
+def num_classes_of(model:nn.Module, # the classifier; its output width is K
+                   task:UnlearnTask,  # task.num_classes wins when set; else one forget batch is run
+                  ) -> int:          # K, the number of classes
     "`task.num_classes`, or the width of `model`'s output on one forget batch"
     if task.num_classes is not None: return task.num_classes
     xb = next(iter(task.forget.loader(2)))[0].to(model_device(model))
     with torch.no_grad(): return frozen(model)(xb).shape[1]
 
 # %% ../nbs/04_methods.ipynb #b7ed2c92
-def demo_task(dataset:str='digits', model:str='resnet18_small', epochs:int=15, # training of f_orig
+def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits' or 'fashionmnist'
+              model:str='resnet18_small', # a name create_model knows
+              epochs:int=15,          # training epochs of f_orig
               forget_pct:float=0.1,  # fraction of the training split in the forget set
               seed:int=0,            # seeds the splits and the training
               train_size:int=None,   # a stratified subset of the training split of this size; None: all of it
               img_size:int=None,     # downsample the images to this size; None: the dataset's size
-              augment:str=None) -> tuple: # None: the dataset's augmentation
+              augment:str=None,      # training augmentation, e.g. 'none'; None: the dataset's own
+             ) -> tuple:             # (f_orig in eval mode, dict of TensorSplits, UnlearnTask)
     "A small trained $f_{orig}$ (eval mode), its `TensorSplit`s and its `UnlearnTask`, for examples and tests"
     from lotus_nb.data import load_dataset, make_splits, tensor_splits
     from lotus_nb.models import create_model
@@ -184,7 +200,7 @@ def demo_task(dataset:str='digits', model:str='resnet18_small', epochs:int=15, #
     return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta)
 
 # %% ../nbs/04_methods.ipynb #3197bad7
-def cycle(batches): # a loader (or any re-iterable of batches)
+def cycle(batches): # a loader (or any re-iterable of batches); empty raises ValueError
     "Iterate over `batches` for ever, starting a new (reshuffled) pass each time it runs out"
     while True:
         n = 0
@@ -193,13 +209,17 @@ def cycle(batches): # a loader (or any re-iterable of batches)
 
 def kl_to_targets(student_logits:torch.Tensor, # B x K logits of the student
                   target_probs:torch.Tensor,   # B x K target distributions
-                  T:float=1.) -> torch.Tensor: # temperature applied to the student's logits
+                  T:float=1.,                  # temperature applied to the student's logits
+                 ) -> torch.Tensor:            # scalar: KL summed over classes, mean over the batch
     "Batch mean of $\\mathrm{KL}(t \\,\\|\\, \\mathrm{softmax}(s/T))$ in nats, with $0 \\log 0 = 0$"
     t = target_probs.float()
     return (torch.special.xlogy(t, t) - t*F.log_softmax(student_logits.float()/T, -1)).sum(-1).mean()
 
-def grad_sums(model:nn.Module, batches, loss_fn, # `loss_fn(batch) -> scalar`, on batches moved to the model's device
-              transform=None) -> tuple:          # applied to each batch's gradient before summing; None: the gradient
+def grad_sums(model:nn.Module,  # put in eval mode; gradients of its trainable parameters are summed
+              batches,          # an iterable of batches (tuples of tensors), e.g. a loader
+              loss_fn,          # loss_fn(batch) -> scalar, on batches moved to the model's device
+              transform=None,   # applied to each batch's gradient before summing; None: the gradient
+             ) -> tuple:        # (dict name -> summed tensor, number of batches)
     "Per-parameter sums over `batches` of `transform(grad)`, `model` in eval mode; returns `(sums, n_batches)`"
     model.eval(); dev = model_device(model)
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}

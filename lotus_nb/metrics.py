@@ -40,16 +40,19 @@ def mia_entropy(ent_retain,    # output entropies on the retain set: the members
     return float(clf.predict(cpu(ent_forget)).mean())
 
 # %% ../nbs/06_metrics.ipynb #095211eb
-def equal_counts(a, b,        # two arrays of samples (first axis)
-                 seed:int=0    # seeds the two draws
+def equal_counts(a,           # an array of samples (along the first axis)
+                 b,           # another array of samples (along the first axis)
+                 seed:int=0,  # seeds the two draws
                 ) -> tuple:
     "Seeded random draws of `min(len(a), len(b))` items of each of `a` and `b`"
     a, b = np.asarray(a), np.asarray(b); n = min(len(a), len(b)); rng = np.random.RandomState(seed)
     return a[rng.permutation(len(a))[:n]], b[rng.permutation(len(b))[:n]]
 
-def mia_loss_cv(loss_forget, loss_test, # per-sample cross-entropy losses on D_f and on the test set
-                n_splits:int=10, # stratified shuffle splits of the cross-validation
-                seed:int=0) -> float: # seeds the equal-count draw and the splits
+def mia_loss_cv(loss_forget,      # per-sample cross-entropy losses on D_f (label 1)
+                loss_test,        # per-sample cross-entropy losses on the test set (label 0)
+                n_splits:int=10,  # stratified shuffle splits of the cross-validation
+                seed:int=0,       # seeds the equal-count draw and the splits
+               ) -> float:        # mean held-out accuracy; NaN when either side has under 2 samples
     "Mean CV accuracy of a logistic regression telling forget (1) from test (0) losses, equal counts: 0.5 = indistinguishable"
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedShuffleSplit
@@ -79,9 +82,12 @@ def mia_features(probs:torch.Tensor, # N x K probability rows
     return torch.stack([conf, entropy(probs.double()), modified_entropy(probs, y)], 1).cpu().numpy()
 
 # %% ../nbs/06_metrics.ipynb #4ebbd563
-def mia_svc(feat_retain, feat_test, feat_forget, # N x d attack features (from mia_features) of retain, test and forget samples
-            seed:int=0,        # seeds the equal-count draws
-            max_fit:int=2000) -> float: # at most this many samples of each side fit the SVC (its cost is quadratic)
+def mia_svc(feat_retain,        # N x d attack features (from mia_features) of retain samples: the members
+            feat_test,          # M x d features of test samples: the non-members
+            feat_forget,        # F x d features of the forget samples scored
+            seed:int=0,         # seeds the equal-count draws
+            max_fit:int=2000,   # at most this many samples of each side fit the SVC (its cost is quadratic)
+           ) -> float:          # fraction of forget samples predicted non-members
     "Fraction of forget samples that SalUn's SVC, fitted on as many retain (member) as test (non-member) samples, calls non-members"
     from sklearn.svm import SVC
     as2d = lambda a: np.asarray(a, dtype=np.float64).reshape(len(a), -1)
@@ -102,8 +108,9 @@ def js_rows(p:torch.Tensor, # N x K probability rows
     p, q = p.double(), q.double(); m = (p + q)/2
     return 0.5*_kl_rows(p, m) + 0.5*_kl_rows(q, m)
 
-def jsd(p:torch.Tensor, q:torch.Tensor, # N x K probabilities of f_un and f_gold on the forget set
-        legacy:bool=False):             # the public code's formula instead of the paper's
+def jsd(p:torch.Tensor,     # N x K probabilities of f_un on the forget set
+        q:torch.Tensor,     # N x K probabilities of f_gold on the forget set, same rows
+        legacy:bool=False): # the public code's formula instead of the paper's
     "Mean per-sample Jensen-Shannon divergence, the paper's JSD"
     if not legacy: return js_rows(p, q).mean().item()
     p, q = p.double(), q.double(); n = len(p)
@@ -112,15 +119,17 @@ def jsd(p:torch.Tensor, q:torch.Tensor, # N x K probabilities of f_un and f_gold
 
 # %% ../nbs/06_metrics.ipynb #6f05cc7d
 def class_means(probs:torch.Tensor, # N x K probability rows
-                y:torch.Tensor,     # N labels (long, on the device of `probs`)
+                y:torch.Tensor,     # N labels (long, on the device of probs)
                 num_classes:int):   # number of classes K
     "Per-class mean rows of `probs` and the class counts"
     sums = torch.zeros(num_classes, probs.shape[1], dtype=torch.float64, device=probs.device).index_add_(0, y, probs.double())
     counts = torch.bincount(y, minlength=num_classes)
     return sums/counts.clamp_min(1)[:, None], counts
 
-def rf_jsd(p_forget, y_forget, # f_un's probabilities on the forget set, and the labels
-           q_unseen, y_unseen): # f_orig's probabilities on the unseen set, and the labels
+def rf_jsd(p_forget,    # N x K probabilities of f_un on the forget set
+           y_forget,    # N labels of the forget set
+           q_unseen,    # M x K probabilities of f_orig on the unseen set D_u
+           y_unseen):   # M labels of the unseen set
     "Retrain-free JSD: mean over forget-set classes of JS(class-mean f_un on D_f || class-mean f_orig on D_u)"
     k = p_forget.shape[1]
     P, nf = class_means(p_forget, y_forget, k); Q, nu = class_means(q_unseen, y_unseen, k)
@@ -158,17 +167,18 @@ class Reference:
     rand_forget: torch.Tensor = None    # f_rand probabilities on D_f (ZRF)
 
 def probs_of(model,           # a classifier
-             split,           # a split, `Dataset` or `DataLoader` of (x, y)
-             batch_size=1024):
+             split,           # a split, Dataset or DataLoader of (x, y)
+             batch_size=1024): # images per forward pass
     "Softmax outputs and labels of `model` on `split`"
     logits, y = predict(model, split, batch_size); return logits.softmax(-1), y
 
-def reference_outputs(forget,        # D_f: split, `Dataset` or `DataLoader`
+def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                       unseen=None,   # D_u (for RF-JSD); None: no RF-JSD
                       f_gold=None,   # the gold standard model (for JSD); None: no JSD
                       f_orig=None,   # the original model (for RF-JSD); None: no RF-JSD
                       f_rand=None,   # a randomly initialised network (for ZRF); None: no ZRF
-                      batch_size:int=1024) -> Reference:
+                      batch_size:int=1024, # images per forward pass
+                     ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     ref = Reference()
     if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size)[0]
@@ -177,11 +187,17 @@ def reference_outputs(forget,        # D_f: split, `Dataset` or `DataLoader`
     return ref
 
 # %% ../nbs/06_metrics.ipynb #c95be42b
-def evaluate(model:nn.Module, forget, retain, test, unseen=None, # splits, `Dataset`s or `DataLoader`s
-             ref:Reference=None,        # cached reference outputs; or pass the models:
-             f_gold=None, f_orig=None, f_rand=None, # the reference models, as in reference_outputs
+def evaluate(model:nn.Module,           # the model scored: f_un, or a reference model
+             forget,                    # D_f: split, Dataset or DataLoader
+             retain,                    # D_r: acc_retain; the members of the entropy and SVC MIAs
+             test,                      # the test set: acc_test; the non-members of the loss and SVC MIAs
+             unseen=None,               # D_u: acc_unseen, entropy MIA's non-members; None needs mia_nonmember='test'
+             ref:Reference=None,        # cached reference outputs; None: computed from the models below
+             f_gold=None,               # the gold standard model, for JSD; None (and no ref): no JSD
+             f_orig=None,               # the original model, for RF-JSD (with unseen); None: no RF-JSD
+             f_rand=None,               # a randomly initialised network, for ZRF; None: no ZRF
              mia_nonmember:str='unseen', # the entropy MIA's non-members: 'unseen' ($D_u$) or 'test'
-             batch_size:int=1024,
+             batch_size:int=1024,       # images per forward pass
              legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
              return_entropies:bool=False # also return each split's per-sample output entropies
             ) -> dict:

@@ -20,31 +20,39 @@ __all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'create_model', 'model_a
 # %% ../nbs/02_models.ipynb #cb0c716a
 MODELS = {}
 
-def register_model(name:str, arch:str, # `arch` ('resnet' or 'vit') picks per-architecture defaults
-                   input_size:int=None, # image size the model is built for; None: the dataset's
-                   pretrained=False):   # the paper's choice: start from pretrained weights
+def register_model(name:str,             # the name create_model and the configs know the model by
+                   arch:str,             # 'resnet' or 'vit': picks per-architecture hyperparameter defaults
+                   input_size:int=None,  # image side the model is built for (pixels); None: the dataset's own
+                   pretrained=False):    # the paper's choice: start from pretrained weights
     "Decorator: register `f(num_classes, in_chans, img_size, pretrained, **kw) -> nn.Module` under `name`"
     def _inner(f): f.arch, f.input_size, f.pretrained = arch, input_size, pretrained; MODELS[name] = f; return f
     return _inner
 
-def create_model(name:str, num_classes:int, in_chans:int=3,
-                 img_size:int=None,   # None: the model's `input_size`, else 32
+def create_model(name:str,            # a registered model name, e.g. 'resnet18', 'vit_b_16'
+                 num_classes:int,     # size of the classification head
+                 in_chans:int=3,      # image channels: 3 for RGB, 1 for digits / Fashion-MNIST
+                 img_size:int=None,   # image side in pixels; None: the model's input_size, else 32
                  pretrained=None,     # True, False, a local weights file, or None: the paper's choice for this model
-                 **kwargs) -> nn.Module:
+                 **kwargs             # passed on to the registered constructor
+                ) -> nn.Module:       # a freshly built model (train mode, on the CPU)
     "Create the model registered as `name`"
     f = MODELS[check_choice(name, MODELS, 'model')]
     return f(num_classes=num_classes, in_chans=in_chans, img_size=img_size or f.input_size or 32,
              pretrained=f.pretrained if pretrained is None else pretrained, **kwargs)
 
-def model_arch(name:str) -> str:
+def model_arch(name:str # a registered model name
+              ) -> str:
     "'resnet' or 'vit': the family whose hyperparameters a model uses"
     return MODELS[check_choice(name, MODELS, 'model')].arch
 
-def model_input_size(name:str) -> int:
+def model_input_size(name:str # a registered model name
+                    ) -> int:
     "The image size the model is built for (batches are resized to it on the device), or None for the dataset's own"
     return MODELS[check_choice(name, MODELS, 'model')].input_size
 
-def resolve_model(model:str, dataset:str) -> str:
+def resolve_model(model:str,   # a registered model name, or 'auto'
+                  dataset:str, # the dataset name whose paper model 'auto' stands for
+                  ) -> str:    # a registered model name
     "The model to use: `model`, or the paper's model for `dataset` when `model` is 'auto'"
     if model == 'auto':
         model = dataset_defaults(dataset).model
@@ -52,13 +60,19 @@ def resolve_model(model:str, dataset:str) -> str:
     return check_choice(model, MODELS, 'model')
 
 # %% ../nbs/02_models.ipynb #19d72deb
-def cifar_stem(in_chans:int, width:int) -> nn.Sequential:
+def cifar_stem(in_chans:int, # image channels
+               width:int,    # output channels of the stem (the ResNet's base width)
+               ) -> nn.Sequential:
     "3x3 stride-1 convolution, BatchNorm, ReLU: the CIFAR stem (no max-pool)"
     return nn.Sequential(nn.Conv2d(in_chans, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True))
 
 class CifarResNet(nn.Module):
     "ResNet of `BasicBlock`s with the CIFAR stem; `layers=(2,2,2,2)` is ResNet18 at base width `width`"
-    def __init__(self, num_classes:int, in_chans:int=3, width:int=64, layers=(2,2,2,2)):
+    def __init__(self,
+                 num_classes:int,  # size of the classification head
+                 in_chans:int=3,   # image channels
+                 width:int=64,     # base width w: the four stages have w, 2w, 4w, 8w channels
+                 layers=(2,2,2,2)): # BasicBlocks per stage; (2,2,2,2) is ResNet18
         super().__init__()
         self.stem, blocks, inp = cifar_stem(in_chans, width), [], width
         for i, n in enumerate(layers):
@@ -72,7 +86,10 @@ class CifarResNet(nn.Module):
 
 # %% ../nbs/02_models.ipynb #ecfabce5
 @register_model('resnet18', 'resnet')
-def resnet18(num_classes, in_chans=3, img_size=32, pretrained=False):
+def resnet18(num_classes,      # size of the classification head
+             in_chans=3,       # image channels
+             img_size=32,      # unused: the network takes any image size
+             pretrained=False): # True: torchvision's ImageNet weights (stem and head excepted)
     "torchvision's ResNet18 with the CIFAR stem; `pretrained` loads its ImageNet weights (stem and head excepted)"
     m = torchvision.models.resnet18(weights='IMAGENET1K_V1' if pretrained else None)
     m.conv1, m.maxpool = nn.Conv2d(in_chans, 64, 3, 1, 1, bias=False), nn.Identity()
@@ -80,31 +97,43 @@ def resnet18(num_classes, in_chans=3, img_size=32, pretrained=False):
     return m
 
 @register_model('resnet18_small', 'resnet')
-def resnet18_small(num_classes, in_chans=3, img_size=32, pretrained=False):
+def resnet18_small(num_classes,      # size of the classification head
+                   in_chans=3,       # image channels
+                   img_size=32,      # unused: the network takes any image size
+                   pretrained=False): # must be False: no pretrained weights exist
     "ResNet18 at 1/8 width (base 8 channels): the laptop-CPU variant"
     if pretrained: raise ValueError("resnet18_small has no pretrained weights")
     return CifarResNet(num_classes, in_chans, width=8)
 
 @register_model('resnet18_tiny', 'resnet')
-def resnet18_tiny(num_classes, in_chans=3, img_size=32, pretrained=False):
+def resnet18_tiny(num_classes,      # size of the classification head
+                  in_chans=3,       # image channels
+                  img_size=32,      # unused: the network takes any image size
+                  pretrained=False): # must be False: no pretrained weights exist
     "ResNet18 at 1/16 width (base 4 channels), for tests"
     if pretrained: raise ValueError("resnet18_tiny has no pretrained weights")
     return CifarResNet(num_classes, in_chans, width=4)
 
 # %% ../nbs/02_models.ipynb #74b95dd6
-def read_state_dict(path) -> dict:
+def read_state_dict(path # a .safetensors or torch.save file; ~ is expanded
+                   ) -> dict:
     "A state dict from a local file: `.safetensors`, or a `torch.save`d dict (possibly under 'state_dict' or 'model')"
     path = Path(path).expanduser()
     if not path.is_file(): raise FileNotFoundError(f"weights file {path} does not exist")
     from timm.models import load_state_dict    # reads both formats, unwrapping 'state_dict' / 'model'
     return load_state_dict(str(path), use_ema=False, weights_only=True)
 
-def online(host:str) -> bool:
+def online(host:str # a host name, e.g. 'huggingface.co'
+          ) -> bool:
     "Whether `host` resolves: a quick check before a download that would otherwise retry for a minute"
     try: socket.getaddrinfo(host, 443); return True
     except OSError: return False
 
-def missing_weights(what:str, cache, how:str, cause=None) -> FileNotFoundError:
+def missing_weights(what:str,   # which weights, as the message names them
+                    cache,      # the path where they were looked for
+                    how:str,    # a sentence saying how to provide them
+                    cause=None, # the exception or reason the download failed, or None
+                    ) -> FileNotFoundError:
     "The error for pretrained weights that are neither cached nor downloadable"
     why = f" ({type(cause).__name__}: {cause})" if isinstance(cause, Exception) else (f" ({cause})" if cause else '')
     return FileNotFoundError(f"{what} weights are not in {cache} and cannot be downloaded here{why}. {how} "
@@ -113,7 +142,8 @@ def missing_weights(what:str, cache, how:str, cause=None) -> FileNotFoundError:
 # %% ../nbs/02_models.ipynb #1159ddb0
 VIT_B_16_TIMM = 'vit_base_patch16_224.orig_in21k_ft_in1k'   # Google's ViT-B/16 weights: google/vit-base-patch16-224
 
-def timm_cached_file(variant:str):
+def timm_cached_file(variant:str # a timm model name with its pretrained tag
+                    ) -> str:       # the file's path, or None when not cached
     "The cached weights file of the timm model `variant` in the Hugging Face cache, or None"
     import timm
     from huggingface_hub import try_to_load_from_cache
@@ -121,9 +151,13 @@ def timm_cached_file(variant:str):
     for fn in ('model.safetensors', 'pytorch_model.bin'):
         if isinstance(p := try_to_load_from_cache(repo, fn), str): return p
 
-def timm_vit(variant:str, num_classes, in_chans, img_size,
-             pretrained, # False, True (cache or download) or a local weights file
-             **kw) -> nn.Module:
+def timm_vit(variant:str,    # a timm model name, e.g. VIT_B_16_TIMM
+             num_classes,    # size of the new classification head
+             in_chans,       # image channels
+             img_size,       # image side in pixels; position embeddings are resampled to it
+             pretrained,     # False, True (cache or download) or a local weights file
+             **kw            # passed on to timm.create_model (patch_size, embed_dim, depth, ...)
+            ) -> nn.Module:
     "A timm ViT, its head sized for `num_classes`, pretrained weights resampled to `img_size` and `in_chans`"
     import timm
     args = dict(num_classes=num_classes, in_chans=in_chans, img_size=img_size, **kw)
@@ -142,12 +176,18 @@ def timm_vit(variant:str, num_classes, in_chans, img_size,
     return timm.create_model(variant, pretrained=True, pretrained_cfg_overlay=dict(file=file), **args)
 
 @register_model('vit_b_16', 'vit', input_size=224, pretrained=True)
-def vit_b_16(num_classes, in_chans=3, img_size=224, pretrained=True):
+def vit_b_16(num_classes,      # size of the new classification head
+             in_chans=3,       # image channels
+             img_size=224,     # image side in pixels (the paper fine-tunes at 224)
+             pretrained=True): # True (cache or download), False, or a local weights file
     "ViT-B/16 (timm), ImageNet-pretrained, to fine-tune at 224 px as in the paper"
     return timm_vit(VIT_B_16_TIMM, num_classes, in_chans, img_size, pretrained)
 
 @register_model('vit_small', 'vit')
-def vit_small(num_classes, in_chans=3, img_size=32, pretrained=False):
+def vit_small(num_classes,      # size of the classification head
+              in_chans=3,       # image channels
+              img_size=32,      # image side in pixels; sets the patch size img_size//8
+              pretrained=False): # must be False: no pretrained weights exist
     "A 4-layer, 64-wide ViT with patch size `img_size//8`: the laptop-CPU variant"
     if pretrained: raise ValueError("vit_small has no pretrained weights")
     return timm_vit('vit_tiny_patch16_224', num_classes, in_chans, img_size, False,
@@ -155,7 +195,9 @@ def vit_small(num_classes, in_chans=3, img_size=32, pretrained=False):
 
 # %% ../nbs/02_models.ipynb #d70cfd27
 @register_model('vit_b_16_imagenet', 'vit', input_size=224, pretrained=True)
-def vit_b_16_imagenet(num_classes=1000, in_chans=3, img_size=224,
+def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
+                      in_chans=3,       # must be 3
+                      img_size=224,     # must be 224
                       pretrained=True): # True (cache or download), False, or a local weights file
     "torchvision's ViT-B/16 with its `IMAGENET1K_V1` weights: the ImageNet-1k original model"
     if (num_classes, in_chans, img_size) != (1000, 3, 224):
@@ -175,7 +217,9 @@ def vit_b_16_imagenet(num_classes=1000, in_chans=3, img_size=224,
     return m
 
 # %% ../nbs/02_models.ipynb #49b2d529
-def reinit_copy(model:nn.Module, seed:int=0) -> nn.Module:
+def reinit_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
+                seed:int=0,      # seed of the re-initialisation (the global RNG is left as it was)
+                ) -> nn.Module:  # same architecture, fresh weights
     "A deep copy of `model` with every parameter re-initialised (seeded)"
     m = copy.deepcopy(model)
     with torch.random.fork_rng(devices=[]):

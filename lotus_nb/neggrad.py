@@ -14,8 +14,10 @@ from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, stu
 __all__ = ['neggrad_loss', 'NegGradConfig', 'neggrad_plus']
 
 # %% ../nbs/11_neggrad.ipynb #626b4d6f
-def neggrad_loss(model:nn.Module, forget_batches, # endless iterator of forget batches `(x, y)`, e.g. `cycle(loader)`
-                 beta:float=0.95):               # weight of the retain term; `1-beta` weighs the ascent on the forget set
+def neggrad_loss(model:nn.Module,    # the student being unlearned (its device receives the forget batch)
+                 forget_batches,     # endless iterator of forget batches (x, y), e.g. cycle(loader)
+                 beta:float=0.95,    # weight of the retain term; 1-beta weighs the ascent on the forget set
+                ):
     "`loss_fn` for `train_epoch` on retain batches: `beta*CE(retain) - (1-beta)*CE(forget)` on the next forget batch"
     dev = model_device(model)
     def f(b):
@@ -27,14 +29,20 @@ def neggrad_loss(model:nn.Module, forget_batches, # endless iterator of forget b
 @dataclass
 class NegGradConfig(MethodConfig):
     "NegGrad+: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); `beta` = 0.95"
-    optimizer: str = 'sgd'
-    lr: float = 1e-3
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
+    epochs: int = 10           # passes over the retain set (LoTUS's; ViT: 3)
+    batch_size: int = 128      # retain images per step, and forget images per step (LoTUS's; ViT: 32)
+    optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
+    lr: float = 1e-3           # learning rate
+    momentum: float = 0.9      # SGD momentum
+    weight_decay: float = 5e-4 # L2 penalty of the optimiser
     beta: float = 0.95   # retain weight; the authors' large-scale (privacy) experiments used 0.9999
 
 @register_method('neggrad_plus', NegGradConfig, display='NegGrad+')
-def neggrad_plus(original:nn.Module, task:UnlearnTask, cfg:NegGradConfig, progress:bool=True) -> Unlearned:
+def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchanged)
+                 task:UnlearnTask,     # its retain set (one pass per epoch) and forget set (cycled)
+                 cfg:NegGradConfig,    # hyperparameters; cfg.beta must lie in [0, 1]
+                 progress:bool=True,   # show a progress bar over epochs
+                ) -> Unlearned:        # f_un in eval mode; record: train_loss per epoch
     "NegGrad+: descend on each retain batch while ascending on the next batch of the cycled forget set"
     if not 0 <= cfg.beta <= 1: raise ValueError(f"beta must lie in [0, 1], got {cfg.beta!r}")
     student = student_of(original)

@@ -23,11 +23,11 @@ __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODEL
 @dataclass(frozen=True)
 class PaperBenchmark:
     "A benchmark as the paper names it"
-    dataset: str
-    model: str
-    forget_pct: float = 0.1
-    forget_class: str = None
-    unseen: str = 'heldout'
+    dataset: str                # the paper's dataset (registry name), e.g. 'cifar100'
+    model: str                  # the paper's model (registry name), e.g. 'resnet18', 'vit_b_16'
+    forget_pct: float = 0.1     # fraction of each class forgotten (instance unlearning)
+    forget_class: str = None    # the class forgotten by name (e.g. 'pizza'); None: instance unlearning
+    unseen: str = 'heldout'     # the methods' $D_u$: 'heldout' or a synthetic dataset (CIFAKE)
 
 PB = PaperBenchmark
 PAPER_BENCHMARKS = {
@@ -52,17 +52,22 @@ LABELS = {'tinyimagenet': 'TinyIN', 'cifar100': 'C-100', 'cifar10': 'C-10', 'muf
 @dataclass
 class Planned:
     "One benchmark to run at a scale: its spec, the paper benchmark it stands for, its row label"
-    spec: BenchmarkSpec
-    paper: PaperBenchmark
-    label: str
-    stand_in: bool
+    spec: BenchmarkSpec     # what runs (at embedded scale: the stand-in dataset, model and class)
+    paper: PaperBenchmark   # the paper's benchmark it stands for
+    label: str              # row label, e.g. 'RN18 / C-100' or 'RN18-small / digits (for C-100)'
+    stand_in: bool          # True at embedded scale: spec is not the paper's benchmark
 
-def check_scale(scale:str) -> str:
+def check_scale(scale:str # 'embedded' (CPU stand-ins) or 'paper' (the paper's benchmarks, GPUs)
+               ) -> str:
     "`scale` if it is 'embedded' or 'paper', else a `ValueError` naming both"
     if scale not in ('embedded', 'paper'): raise ValueError(f"unknown scale {scale!r}; valid scales: embedded, paper")
     return scale
 
-def plan_benchmark(pb:PaperBenchmark, scale:str, data_root=None, train_epochs:int=None) -> Planned:
+def plan_benchmark(pb:PaperBenchmark,     # the paper's benchmark
+                   scale:str,            # 'embedded' or 'paper'
+                   data_root=None,       # data folder (paper scale only); None: the dataset's default locations
+                   train_epochs:int=None # cap on the epochs of f_orig and f_gold (quick checks); None: the recipe's
+                  ) -> Planned:
     "The benchmark that stands for `pb` at `scale` (None when it has no embedded stand-in)"
     if check_scale(scale) == 'paper':
         spec = BenchmarkSpec(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, pb.unseen, data_root=data_root, train_epochs=train_epochs)
@@ -74,15 +79,21 @@ def plan_benchmark(pb:PaperBenchmark, scale:str, data_root=None, train_epochs:in
                          train_epochs=train_epochs)
     return Planned(spec, pb, f"{LABELS[spec.model]} / {LABELS[ds]} (for {LABELS[pb.dataset]})", True)
 
-def on_datasets(p:Planned, datasets:list=None) -> bool:
+def on_datasets(p:Planned,          # a planned benchmark
+                datasets:list=None  # registry names (stand-ins' or the paper's); None: keep every benchmark
+               ) -> bool:
     "Whether `p` runs on one of `datasets` (its own dataset or the paper's it stands for); None keeps every benchmark"
     if datasets is None: return True
     from lotus_nb.data import check_choice, DATASETS
     for d in datasets: check_choice(d, DATASETS, 'dataset')
     return p.spec.dataset in datasets or p.paper.dataset in datasets
 
-def plan_table(table:str, scale:str, data_root=None, train_epochs:int=None,
-               datasets:list=None) -> list: # keep the benchmarks on these datasets (stand-ins' or the paper's names); None: all
+def plan_table(table:str,             # a paper label in PAPER_BENCHMARKS, e.g. 'tab:avg_gap'
+               scale:str,             # 'embedded' or 'paper'
+               data_root=None,        # data folder (paper scale only); None: the datasets' default locations
+               train_epochs:int=None, # cap on the epochs of f_orig and f_gold (quick checks); None: the recipe's
+               datasets:list=None     # keep the benchmarks on these datasets (stand-ins' or the paper's names); None: all
+              ) -> list:
     "The `Planned` benchmarks behind `table` at `scale`, one per distinct spec (a stand-in for several paper benchmarks says so)"
     from lotus_nb.data import check_choice
     check_choice(table, PAPER_BENCHMARKS, 'table')
@@ -94,11 +105,14 @@ def plan_table(table:str, scale:str, data_root=None, train_epochs:int=None,
         else: same.label = same.label[:-1] + ', ' + LABELS[p.paper.dataset] + ')'
     return out
 
-def left_out(table:str, scale:str) -> list:
+def left_out(table:str, # a paper label in PAPER_BENCHMARKS, e.g. 'tab:avg_gap'
+             scale:str  # 'embedded' or 'paper' (nothing is left out at paper scale)
+            ) -> list:
     "The paper benchmarks of `table` without a stand-in at `scale`"
     return [pb for pb in PAPER_BENCHMARKS[table] if plan_benchmark(pb, scale) is None]
 
-def unique_specs(planned) -> list:
+def unique_specs(planned # Planned benchmarks, e.g. several plan_table results concatenated
+                ) -> list:
     "The distinct specs of several tables' plans, in order"
     out = []
     for p in planned:
@@ -106,7 +120,8 @@ def unique_specs(planned) -> list:
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #90b19720
-def artifact_name(label:str) -> str:
+def artifact_name(label:str # a paper label: 'tab:<name>' or 'fig:<name>'
+                 ) -> str:
     "File stem of a paper label: 'tab:avg_gap' -> 'avg_gap'"
     kind, _, name = label.partition(':')
     if kind not in ('tab', 'fig') or not name: raise ValueError(f"a paper label looks like 'tab:name' or 'fig:name', got {label!r}")
@@ -116,11 +131,14 @@ def _write_json(path, obj):
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f'.tmp{os.getpid()}'); tmp.write_text(json.dumps(obj, indent=1, default=str)); os.replace(tmp, path)
 
-def save_artifact(out_dir, label:str, obj, # a table (`DataFrame`, as the report's tables) or a matplotlib figure
+def save_artifact(out_dir,                 # the artifacts folder: tables/, figures/, manifest/ go here
+                  label:str,              # the paper's label, e.g. 'tab:avg_gap', 'fig:tau'
+                  obj,                    # a table (a DataFrame, as the report's tables) or a matplotlib figure (closed)
                   caption:str,            # what it shows; stand-ins and missing data are said here
                   command:str='',         # the command that made it
                   published:str='',       # the paper's values beside ours (paper scale)
-                  missing:str='') -> dict: # data that was absent, and how to get it
+                  missing:str=''          # data that was absent, and how to get it
+                 ) -> dict:
     "Write a table or figure of the paper under `out_dir` and record it in the manifest; returns the manifest entry"
     out, name = Path(out_dir), artifact_name(label)
     if isinstance(obj, pd.DataFrame):
@@ -134,13 +152,20 @@ def save_artifact(out_dir, label:str, obj, # a table (`DataFrame`, as the report
     _write_json(out/'manifest'/f'{name}.json', entry)
     return entry
 
-def save_missing(out_dir, label:str, caption:str, missing:str, command:str='') -> dict:
+def save_missing(out_dir,        # the artifacts folder
+                 label:str,      # the paper's label that could not be built
+                 caption:str,    # what it would show
+                 missing:str,    # the data that was absent, and how to get it
+                 command:str=''  # the command that tried to make it
+                ) -> dict:
     "Record that `label` could not be built (its data is absent), with how to get the data"
     entry = dict(label=label, caption=caption, files={}, command=command, published='', missing=missing)
     _write_json(Path(out_dir)/'manifest'/f'{artifact_name(label)}.json', entry)
     return entry
 
-def write_index(out_dir, title:str='Tables and figures of the paper') -> Path:
+def write_index(out_dir,                                   # the artifacts folder (its manifest/ is read)
+                title:str='Tables and figures of the paper' # the H1 of index.md
+               ) -> Path:
     "`{out_dir}/index.md`: every artifact of the manifest, tables first, with its files, caption, command and published values"
     out = Path(out_dir); entries = [json.loads(p.read_text()) for p in sorted((out/'manifest').glob('*.json'))]
     entries.sort(key=lambda e: (not e['label'].startswith('tab'), e['label']))
@@ -159,9 +184,10 @@ from .report import metric_table, MAIN_ROWS, display_name
 from .methods import list_methods
 
 def table_benchmarks(parts:dict,       # row label -> the results rows of one benchmark
-                     rows:dict=None,   # `{label: (column, scale, digits)}`; None: Avg Gap, JSD x1e4, time
+                     rows:dict=None,   # {label: (column, scale, digits)}; None: Avg Gap, JSD x1e4, time
                      methods=None,     # columns to keep (registry names); None: all present
-                     make=None) -> pd.DataFrame: # `make(results) -> table` of one benchmark; None: `metric_table(results, rows)`
+                     make=None         # make(results) -> table of one benchmark; None: metric_table(results, rows)
+                    ) -> pd.DataFrame:
     "Blocks of metric rows, one block per benchmark, ranked per row"
     rows = rows or {k: v for k, v in MAIN_ROWS.items() if k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
     make = make or (lambda df: metric_table(df, rows))
@@ -183,7 +209,8 @@ def table_benchmarks(parts:dict,       # row label -> the results rows of one be
 # %% ../nbs/22_paper_tables.ipynb #76a0242a
 LARGE_COLS = {'RF-JSD x1e4': ('rf_jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2), 'Retain Acc.': ('acc_retain', 1, 4), 'MIA Acc.': ('mia', 1, 4)}
 
-def table_large_scale(results:pd.DataFrame) -> pd.DataFrame:
+def table_large_scale(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
+                     ) -> pd.DataFrame:
     "The paper's `tab:imagenet`: one row per method (no Gold), RF-JSD and time ranked, retain accuracy and MIA shown"
     from lotus_nb.report import summarize, fmt_pm, rank_row, is_reference
     df = results[results.method != 'gold']
@@ -198,7 +225,8 @@ def table_large_scale(results:pd.DataFrame) -> pd.DataFrame:
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #45b3c0b6
-def pcc_jsd_rf(results:pd.DataFrame) -> tuple:
+def pcc_jsd_rf(results:pd.DataFrame # rows of one benchmark with a gold model (jsd and rf_jsd columns)
+              ) -> tuple: # (PCC, p-value); both nan with fewer than 3 methods or a constant column
     "Pearson correlation and p-value of the unlearning methods' mean JSD and mean RF-JSD"
     from scipy.stats import pearsonr
     from lotus_nb.report import is_reference
@@ -206,7 +234,8 @@ def pcc_jsd_rf(results:pd.DataFrame) -> tuple:
     if len(m) < 3 or m.jsd.nunique() < 2 or m.rf_jsd.nunique() < 2: return float('nan'), float('nan')
     r = pearsonr(m.jsd, m.rf_jsd); return float(r.statistic), float(r.pvalue)
 
-def table_pcc(parts:dict) -> pd.DataFrame: # row label -> results of one benchmark
+def table_pcc(parts:dict # row label -> the results rows of one benchmark
+             ) -> pd.DataFrame:
     "The paper's `tab:pcc`: PCC (JSD, RF-JSD) and p-value per benchmark, and their mean ± std"
     vals = {label: pcc_jsd_rf(df) for label, df in parts.items()}
     out = pd.DataFrame({'PCC': {k: f'{r:.2f}' for k, (r, p) in vals.items()}, 'p-value': {k: f'{p:.4f}' for k, (r, p) in vals.items()}})
@@ -215,14 +244,20 @@ def table_pcc(parts:dict) -> pd.DataFrame: # row label -> results of one benchma
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #3ec37311
-def pick_memorised(p_orig:torch.Tensor, p_gold:torch.Tensor, y:torch.Tensor) -> int:
+def pick_memorised(p_orig:torch.Tensor, # N x K probabilities of f_orig on the forget set
+                   p_gold:torch.Tensor, # N x K probabilities of f_gold on the forget set
+                   y:torch.Tensor       # the N true labels
+                  ) -> int:
     "Index of the forget sample the original gets right and the gold model is least confident about (its true class)"
     right = p_orig.argmax(1) == y
     conf_gold = p_gold[torch.arange(len(y)), y].clone(); conf_gold[~right] = float('inf')
     return int(conf_gold.argmin())
 
-def plot_fig1(probs:dict,        # model label -> K probabilities of the sample
-              classes:list, true:int, title:str='A forget sample before and after unlearning'):
+def plot_fig1(probs:dict,   # model label -> K probabilities of the sample, one panel each in this order
+              classes:list, # the K class names (tick labels, cut to 6 characters)
+              true:int,     # the sample's true class index (its bar in red)
+              title:str='A forget sample before and after unlearning' # the figure's title
+             ):
     "Bar plots of one sample's output probabilities under each model, the true class highlighted"
     import seaborn as sns
     fig, axs = plt.subplots(1, len(probs), figsize=(3.2*len(probs), 2.8), sharey=True, squeeze=False)
@@ -236,7 +271,13 @@ def plot_fig1(probs:dict,        # model label -> K probabilities of the sample
     return fig
 
 # %% ../nbs/22_paper_tables.ipynb #9c17e372
-def metric_costs(f_un, f_orig, f_rand, forget, unseen, repeats:int=3) -> dict:
+def metric_costs(f_un,         # the unlearned model whose metrics are timed
+                 f_orig,       # the original model (RF-JSD: its outputs on $D_u$)
+                 f_rand,       # a randomly initialised network (ZRF: its outputs on $D_f$)
+                 forget,       # $D_f$: a split, Dataset or DataLoader
+                 unseen,       # $D_u$: a split, Dataset or DataLoader
+                 repeats:int=3 # timings of each metric; the fastest is kept
+                ) -> dict: # {'rf_jsd': seconds, 'zrf': seconds}
     "Seconds to compute RF-JSD and ZRF of `f_un` from scratch (its own forget outputs shared), best of `repeats`"
     from lotus_nb.metrics import probs_of, rf_jsd, zrf
     from lotus_nb.training import Timer, model_device
@@ -253,7 +294,9 @@ def metric_costs(f_un, f_orig, f_rand, forget, unseen, repeats:int=3) -> dict:
         out[name] = min(ts)
     return out
 
-def table_zrf(results:pd.DataFrame, costs:dict=None) -> pd.DataFrame: # `costs`: `metric_costs`'s seconds
+def table_zrf(results:pd.DataFrame, # rows of one benchmark with rf_jsd, zrf and jsd (references are left out)
+              costs:dict=None       # metric_costs's seconds; None: no cost row
+             ) -> pd.DataFrame:
     "RF-JSD and ZRF per unlearning method with JSD, each one's Pearson correlation with JSD, and their costs"
     from scipy.stats import pearsonr
     from lotus_nb.report import is_reference, summarize

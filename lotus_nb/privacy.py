@@ -26,7 +26,9 @@ __all__ = ['log', 'POP_METRICS', 'PRIVACY_ROWS', 'POPULATION_ATTACKS', 'logit_co
            'privacy_means', 'attack_ranks', 'table_privacy', 'privacy_verdict', 'plot_roc', 'write_audit']
 
 # %% ../nbs/21_privacy.ipynb #c3b78a48
-def logit_conf(logits:torch.Tensor, y:torch.Tensor) -> torch.Tensor:
+def logit_conf(logits:torch.Tensor, # n x classes raw outputs z of the model
+               y:torch.Tensor,      # n true labels
+               ) -> torch.Tensor:   # n scores phi(p_y), float64, finite even where p_y rounds to 1
     "Logit-scaled confidence $\\log(p_y/(1-p_y))$ of the true class `y`, computed stably from `logits`"
     z = logits.double(); y = y[:, None].long()
     return z.gather(1, y).squeeze(1) - z.scatter(1, y, float('-inf')).logsumexp(1)
@@ -34,7 +36,8 @@ def logit_conf(logits:torch.Tensor, y:torch.Tensor) -> torch.Tensor:
 # %% ../nbs/21_privacy.ipynb #c37f039b
 def shadow_membership(n:int,      # size of the candidate pool
                       shadows:int, # number of shadow models
-                      seed:int=0) -> np.ndarray:
+                      seed:int=0,  # draws the random halves; pair j uses the seeds (seed, j)
+                      ) -> np.ndarray:
     "`shadows x n` booleans, True where a shadow holds (then forgets) a candidate: random halves, complementary in pairs"
     out = np.zeros((shadows, n), bool)
     for k in range(shadows):
@@ -46,7 +49,8 @@ def shadow_membership(n:int,      # size of the candidate pool
 def gaussian_lira(target,         # n scores of the target model
                   shadow_scores,  # K x n scores of the shadow models
                   shadow_in,      # K x n booleans: True where the shadow forgot the example, False where it never saw it
-                  fix_variance:bool=True) -> np.ndarray: # one pooled sigma per side; False: per-example sigmas
+                  fix_variance:bool=True, # one pooled sigma per side; False: per-example sigmas
+                  ) -> np.ndarray: # n log likelihood ratios Lambda_i; NaN where a side has no shadow
     "Per-example log likelihood ratio of `target`: Gaussian over forgetting shadows vs Gaussian over shadows that never saw the example"
     from scipy.stats import norm
     S, M = np.asarray(shadow_scores, np.float64), np.asarray(shadow_in, bool)
@@ -61,11 +65,16 @@ def gaussian_lira(target,         # n scores of the target model
     return np.where((ni > 0) & (no > 0), lr, np.nan)
 
 # %% ../nbs/21_privacy.ipynb #d8d1c139
-def tpr_at(fpr:np.ndarray, tpr:np.ndarray, at:float) -> float:
+def tpr_at(fpr:np.ndarray, # false-positive rates of the ROC curve's points, ascending
+           tpr:np.ndarray, # the matching true-positive rates
+           at:float,       # the largest false-positive rate allowed, e.g. 0.01
+           ) -> float:
     "Highest true-positive rate of a ROC curve at a false-positive rate of at most `at`"
     return float(tpr[fpr <= at].max())
 
-def roc(scores, labels) -> dict:
+def roc(scores,  # attack scores, higher: more likely forgotten; NaN scores are dropped
+        labels,  # 1 where the example was forgotten, 0 where it was never seen
+        ) -> dict: # keys fpr, tpr, auc, tpr_1, tpr_01
     "ROC of `scores` (higher: forgotten) for `labels` (1 forgotten, 0 never seen): fpr, tpr, AUC, TPR at 1% and 0.1% FPR"
     from sklearn.metrics import roc_curve, auc
     s, l = np.asarray(scores, np.float64), np.asarray(labels).astype(int)
@@ -76,21 +85,22 @@ def roc(scores, labels) -> dict:
 @dataclass
 class ULiRA:
     "U-LiRA's result for one method: per-target metrics, and the likelihood ratios and labels pooled over targets"
-    per_target: pd.DataFrame
-    scores: np.ndarray
-    labels: np.ndarray
+    per_target: pd.DataFrame # one row per target shadow: target, auc, tpr_1, tpr_01
+    scores: np.ndarray       # every target's log likelihood ratios, concatenated (NaNs dropped)
+    labels: np.ndarray       # 1 where the target forgot the example, 0 where it never saw it
     @property
     def pooled(self) -> dict: return roc(self.scores, self.labels)
 
-def check_pairs(member:np.ndarray):
+def check_pairs(member:np.ndarray): # shadows x candidates booleans, as shadow_membership draws them
     "Refuse a membership matrix that is not `shadow_membership`'s design: an even number (>= 4) of complementary pairs"
     K = len(member)
     if K < 4 or K % 2 or not (member[0::2] ^ member[1::2]).all():
         raise ValueError(f"U-LiRA needs an even number (at least 4) of shadows in complementary pairs (`shadow_membership`), got {K}")
 
 def ulira(scores,   # K x n scores of the K unlearned shadows on the candidate pool
-          member,   # K x n booleans (`shadow_membership`): True where shadow k forgot the candidate, False where it never saw it
-          fix_variance:bool=True) -> ULiRA:
+          member,   # K x n booleans (shadow_membership): True where shadow k forgot the candidate, else never saw it
+          fix_variance:bool=True, # one pooled sigma per side (LiRA's fixed variance); False: per-example
+          ) -> ULiRA:
     "Leave-pair-out U-LiRA: each shadow is the target once, attacked with per-example Gaussians fitted on the other pairs"
     S, M = np.asarray(scores, np.float64), np.asarray(member, bool); check_pairs(M)
     rows, ss, ls = [], [], []
@@ -105,22 +115,24 @@ def ulira(scores,   # K x n scores of the K unlearned shadows on the candidate p
 @dataclass
 class AuditSetup:
     "The data of a privacy audit: candidate pool, base set, held-out sets, shadow membership and training recipe"
-    dataset: str
-    model: str
-    data: object
+    dataset: str          # registry name of the dataset (a key of DATASETS)
+    model: str            # registry name of the shadows' architecture (a key of MODELS)
+    data: object          # the loaded ImageData, with the benchmark's image size, subset and augmentation
     pool: np.ndarray      # candidate indices into the training split
     base: np.ndarray      # always trained on, never forgotten (each shadow's retain set)
     unseen: np.ndarray    # held-out indices: the methods' unseen set D_u (and the entropy MIA's non-members)
     test: np.ndarray      # held-out indices: the population attacks' test set
-    member: np.ndarray    # shadows x pool booleans (`shadow_membership`)
-    recipe: Recipe
-    seed: int
+    member: np.ndarray    # shadows x pool booleans (shadow_membership): True where shadow k forgets the candidate
+    recipe: Recipe        # how every shadow's f_orig and f_gold are trained
+    seed: int             # the audit's seed; shadow k trains and unlearns with shadow_seed(k)
     ident: dict           # what the shadows' cache keys hash
     @property
     def shadows(self) -> int: return len(self.member)
-    def shadow_seed(self, k:int) -> int: return 1000*self.seed + k
-    def forget(self, k:int) -> np.ndarray: return self.pool[self.member[k]]
-    def splits(self, device='cpu') -> dict:
+    def shadow_seed(self, k:int) -> int: return 1000*self.seed + k         # shadow k's seed
+    def forget(self, k:int) -> np.ndarray: return self.pool[self.member[k]] # shadow k's forget set: training indices
+    def splits(self,
+               device='cpu', # where the images and labels are put
+               ) -> dict:
         "`TensorSplit`s of the pool, base, unseen and test on `device`, and `train(idx)` for any training indices"
         d, dev = self.data, torch.device(device)
         xtr, ytr, xho, yho = d.x_train.to(dev), d.y_train.to(dev), d.x_heldout.to(dev), d.y_heldout.to(dev)
@@ -128,13 +140,16 @@ class AuditSetup:
         ho = lambda idx: TensorSplit(xho, yho, np.asarray(idx), d.augment, d.mean, d.std)
         return dict(pool=tr(self.pool), base=tr(self.base), unseen=ho(self.unseen), test=ho(self.test), train=tr)
 
-def prepare_audit(dataset:str='fashionmnist', model:str='resnet18_small',
+def prepare_audit(dataset:str='fashionmnist', # registry name; in-memory datasets only
+                  model:str='resnet18_small',  # the shadows' architecture (a key of MODELS)
                   shadows:int=16,       # shadow models: an even number, at least 4
                   seed:int=0,           # draws the pool, base, held-out samples and the shadows' halves
                   pool_size:int=100,    # candidate pool; each shadow forgets half of it
                   forget_pct:float=0.1, # forget set / shadow training set, as in the benchmark
                   held_size:int=500,    # held-out samples in each of D_u and the test set
-                  data_root=None, recipe:Recipe=None) -> AuditSetup: # None: the benchmark's recipe
+                  data_root=None,       # data folder searched first (load_dataset's root)
+                  recipe:Recipe=None,   # how shadows are trained; None: the benchmark's recipe
+                  ) -> AuditSetup:
     "The data and shadow design of a privacy audit of `dataset` with `model`, with the experiments' defaults"
     check_choice(model, MODELS, 'model'); seed = check_seed(seed); check_fraction(forget_pct, 'forget_pct')
     if isinstance(shadows, bool) or not isinstance(shadows, int) or shadows < 4 or shadows % 2:
@@ -160,35 +175,55 @@ def prepare_audit(dataset:str='fashionmnist', model:str='resnet18_small',
 # %% ../nbs/21_privacy.ipynb #b1eae75e
 POP_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc')
 
-def save_npz(path, **arrays):
+def save_npz(path,      # the .npz file; its folder is created
+             **arrays): # passed on to np.savez: name -> array
     "Write `arrays` to `path` atomically (a temporary file, then a rename)"
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + '.tmp')
     with open(tmp, 'wb') as f: np.savez(f, **arrays)
     os.replace(tmp, path)
 
-def shadow_paths(setup:AuditSetup, k:int, out_dir) -> tuple:
+def shadow_paths(setup:AuditSetup, # the audit's data and recipe, hashed into the names
+                 k:int,            # shadow index
+                 out_dir,          # the audit's folder; checkpoints go in its shadows/
+                 ) -> tuple:       # (f_orig path, f_gold path)
     "Checkpoint paths of shadow `k`'s $f_{orig}$ and $f_{gold}$"
     seed, d = setup.shadow_seed(k), Path(out_dir)/'shadows'
     return (d/f"orig{k}_{cache_key(**setup.ident, kind='orig', forget=setup.forget(k).tolist(), seed=seed)}.pt",
             d/f"gold{k}_{cache_key(**setup.ident, kind='gold', seed=seed)}.pt")
 
-def score_path(setup:AuditSetup, k:int, method:str, cfg, out_dir) -> Path:
+def score_path(setup:AuditSetup, # the audit; its held-out samples are hashed into the name
+               k:int,            # shadow index
+               method:str,       # registry name of the method
+               cfg,              # the method's config (a MethodConfig dataclass), hashed into the name
+               out_dir,          # the audit's folder; scores go in its scores/
+               ) -> Path:
     "Cache path of method `method`'s scores and metrics on shadow `k`"
     key = cache_key(orig=shadow_paths(setup, k, out_dir)[0].name, method=method, cfg=dataclasses.asdict(cfg),
                     val=setup.unseen.tolist(), test=setup.test.tolist())  # key name `val` kept: earlier runs' cached scores
     return Path(out_dir)/'scores'/f"{method}_{k}_{key}.npz"
 
-def load_scores(path) -> tuple:
+def load_scores(path,      # a .npz written by shadow_runs
+                ) -> tuple: # (pool scores as logit_conf, {POP_METRICS name: value})
     "Scores on the pool and population metrics of one (shadow, method)"
     with np.load(path) as z: return z['scores'], json.loads(str(z['metrics']))
 
 # %% ../nbs/21_privacy.ipynb #2d46cafb
-def method_configs(methods, arch:str, recipe:Recipe) -> dict:
+def method_configs(methods,       # registry names of the audited methods
+                   arch:str,      # 'resnet' or 'vit' (model_arch), picks each config's arch_defaults
+                   recipe:Recipe, # the shadows' training recipe, given to Original and Gold
+                   ) -> dict:     # method -> config
     "Each method's config for `arch`; references (Original, Gold) follow the shadows' `recipe`"
     return {m: method_config(m, arch, 'instance', **(dict(recipe=recipe) if is_reference(m) else {})) for m in methods}
 
-def shadow_runs(setup:AuditSetup, k:int, methods, out_dir, device='cpu', cfgs:dict=None, progress:bool=False) -> dict:
+def shadow_runs(setup:AuditSetup,    # the audit's data, shadow design and recipe
+                k:int,               # shadow index, 0..setup.shadows-1
+                methods,             # registry names of the methods to unlearn shadow k with
+                out_dir,             # the audit's folder: shadows/ checkpoints and scores/ caches
+                device='cpu',        # where shadows are trained, unlearned and scored ('auto': CUDA if any)
+                cfgs:dict=None,      # method -> config; None: method_configs for the setup's model and recipe
+                progress:bool=False, # show training and unlearning progress bars
+                ) -> dict:
     "`{method: (pool scores, population metrics)}` of shadow `k`, computing (and caching) only what is missing"
     cfgs = cfgs or method_configs(methods, model_arch(setup.model), setup.recipe)
     paths = {m: score_path(setup, k, m, cfgs[m], out_dir) for m in methods}
@@ -212,19 +247,25 @@ def shadow_runs(setup:AuditSetup, k:int, methods, out_dir, device='cpu', cfgs:di
 @dataclass
 class Audit:
     "What `run_audit` produced: per-(method, shadow) results, each method's U-LiRA, the setup"
-    results: pd.DataFrame
-    ulira: dict
-    setup: AuditSetup
-    tables: dict = field(default_factory=dict)
-    figures: dict = field(default_factory=dict)
+    results: pd.DataFrame   # one row per (method, seed=shadow): population attacks and U-LiRA's metrics
+    ulira: dict             # method -> its ULiRA over all shadows
+    setup: AuditSetup       # the data and shadow design audited
+    tables: dict = field(default_factory=dict)  # name -> DataFrame, filled by write_audit
+    figures: dict = field(default_factory=dict) # name -> path of the saved figure, filled by write_audit
 
-def audit_methods(methods=None) -> list:
+def audit_methods(methods=None, # registry names; None: every unlearning method plus 'gold'
+                  ) -> list:
     "`methods` checked, in the paper's order; None: every registered unlearning method plus the Gold Standard"
     methods = list_methods(reference=False) + ['gold'] if methods is None else methods
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
     return ordered_methods([check_method(m) for m in methods])
 
-def run_audit(setup:AuditSetup, methods=None, out_dir='results/privacy', device:str='auto', progress:bool=False) -> Audit:
+def run_audit(setup:AuditSetup,           # from prepare_audit
+              methods=None,               # registry names; None: every unlearning method plus 'gold'
+              out_dir='results/privacy',  # caches of shadows and scores; a rerun resumes from them
+              device:str='auto',          # where shadows are trained and unlearned
+              progress:bool=False,        # show per-model progress bars (shadow progress is always logged)
+              ) -> Audit:
     "Shadows trained, unlearned and scored (cached, resumable), then U-LiRA per method; one row per (method, shadow)"
     methods, t0 = audit_methods(methods), time.time()
     cfgs = method_configs(methods, model_arch(setup.model), setup.recipe)
@@ -246,20 +287,26 @@ PRIVACY_ROWS = {'MIA (entropy)': 'mia', 'MIA (loss)': 'mia_loss', 'MIA (SVC)': '
                 'U-LiRA AUC': 'ulira_auc', 'U-LiRA TPR@1%FPR': 'ulira_tpr_1', 'U-LiRA TPR@0.1%FPR': 'ulira_tpr_01'}
 POPULATION_ATTACKS = ('MIA (entropy)', 'MIA (loss)', 'MIA (SVC)')
 
-def privacy_means(results:pd.DataFrame, ulira:pd.DataFrame=None) -> tuple:
+def privacy_means(results:pd.DataFrame,    # one row per (method, seed) with attack columns (results.csv, Audit.results)
+                  ulira:pd.DataFrame=None, # extra (method, seed) rows with ulira_* columns, merged in; None: none
+                  ) -> tuple:              # (mean, std) DataFrames: methods x attack labels
     "Per-method mean and std of every attack present (columns: `PRIVACY_ROWS` labels), `ulira` rows merged on (method, seed)"
     df = results if ulira is None else results.merge(ulira, on=['method', 'seed'], how='outer', suffixes=('', '_ulira'))
     rows = {label: c for label, c in PRIVACY_ROWS.items() if c in df and df[c].notna().any()}
     mean, std = summarize(df, list(rows.values()))
     return mean.rename(columns={c: l for l, c in rows.items()}), std.rename(columns={c: l for l, c in rows.items()})
 
-def attack_ranks(mean:pd.DataFrame) -> pd.DataFrame:
+def attack_ranks(mean:pd.DataFrame, # per-method means (privacy_means), Gold among the rows
+                 ) -> pd.DataFrame: # unlearning methods x attacks, ties share the best rank
     "Rank (1: closest to Gold's mean) of each unlearning method under each attack; empty without Gold"
     if 'gold' not in mean.index: return pd.DataFrame()
     dist = (mean - mean.loc['gold']).abs().drop([m for m in mean.index if is_reference(m)])
     return dist.rank(method='min').astype('Int64')
 
-def table_privacy(results:pd.DataFrame, ulira:pd.DataFrame=None, digits:int=4) -> pd.DataFrame:
+def table_privacy(results:pd.DataFrame,    # one row per (method, seed): a benchmark's results.csv or Audit.results
+                  ulira:pd.DataFrame=None, # U-LiRA rows to merge on (method, seed); None: results alone
+                  digits:int=4,            # decimals of mean and std
+                  ) -> pd.DataFrame:
     "Every attack (rows) for every method, mean ± std over seeds; ranked by the distance to Gold's mean"
     mean, std = privacy_means(results, ulira); cells, ranks = {}, {}
     for label in mean.columns:
@@ -268,10 +315,11 @@ def table_privacy(results:pd.DataFrame, ulira:pd.DataFrame=None, digits:int=4) -
     return make_table(cells, ranks)
 
 # %% ../nbs/21_privacy.ipynb #232d8864
-def privacy_verdict(mean:pd.DataFrame, # per-method means, columns `PRIVACY_ROWS` labels (`privacy_means`)
+def privacy_verdict(mean:pd.DataFrame, # per-method means, columns PRIVACY_ROWS labels (privacy_means)
                     focus:str='lotus', # the method whose ranks are reported
-                    margin:float=0.05, # AUC above Gold's by more than this: U-LiRA still finds the forget set
-                    acc_test:pd.Series=None) -> str: # per-method mean test accuracy: flags privacy bought with utility
+                    margin:float=0.05, # AUC above Gold's, or test accuracy below Gold's, by more than this: flagged
+                    acc_test:pd.Series=None, # per-method mean test accuracy: flags privacy bought with utility
+                    ) -> str:
     "A paragraph, read off the numbers, on what the attacks agree and disagree about"
     from scipy.stats import spearmanr
     ranks = attack_ranks(mean)
@@ -307,8 +355,8 @@ def privacy_verdict(mean:pd.DataFrame, # per-method means, columns `PRIVACY_ROWS
     return ' '.join(out)
 
 # %% ../nbs/21_privacy.ipynb #425bd4f8
-def plot_roc(curves:dict,   # method -> `roc(...)` dict (fpr, tpr, auc), e.g. `ULiRA.pooled`
-             title:str='U-LiRA'):
+def plot_roc(curves:dict,   # method -> roc(...) dict (fpr, tpr, auc), e.g. ULiRA.pooled
+             title:str='U-LiRA'): # the axes' title
     "ROC curves of several methods on log-log axes, with the chance diagonal; returns the figure"
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     lo = min([c['fpr'][c['fpr'] > 0].min() for c in curves.values() if (c['fpr'] > 0).any()] + [1e-3])
@@ -323,7 +371,9 @@ def plot_roc(curves:dict,   # method -> `roc(...)` dict (fpr, tpr, auc), e.g. `U
     return fig
 
 # %% ../nbs/21_privacy.ipynb #645f7914
-def write_audit(audit:Audit, out_dir) -> Audit:
+def write_audit(audit:Audit, # from run_audit; its tables and figures are filled in
+                out_dir,     # privacy_results.csv, tables/ and figures/ are written here
+                ) -> Audit:
     "Write the audit's results, privacy table and ROC figure under `out_dir`; returns `audit` with their paths"
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     audit.results.to_csv(out/'privacy_results.csv', index=False)

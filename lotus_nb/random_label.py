@@ -25,7 +25,9 @@ def wrong_labels(y:torch.Tensor,    # true labels
     return (y + shift) % num_classes
 
 # %% ../nbs/12_random_label.ipynb #ca605ab0
-def random_label_loss(model:nn.Module, num_classes:int):
+def random_label_loss(model:nn.Module,   # the student being unlearned
+                      num_classes:int,    # K: wrong labels are drawn from the K-1 other classes
+                     ):
     "`loss_fn` on `(x, y, is_forget)` batches: cross-entropy with every forget label replaced by `wrong_labels`"
     def f(b):
         x, y, is_forget = b
@@ -36,14 +38,20 @@ def random_label_loss(model:nn.Module, num_classes:int):
 @dataclass
 class RandomLabelConfig(MethodConfig):
     "Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
-    optimizer: str = 'sgd'
-    lr: float = 1e-3
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
+    epochs: int = 10           # passes over D_f and D_r together (LoTUS's; ViT: 3)
+    batch_size: int = 128      # images per step, forget and retain mixed (LoTUS's; ViT: 32)
+    optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
+    lr: float = 1e-3           # learning rate
+    momentum: float = 0.9      # SGD momentum
+    weight_decay: float = 5e-4 # L2 penalty of the optimiser
 
 @register_method('random_label', RandomLabelConfig, display='RndLbl')
-def random_label(original:nn.Module, task:UnlearnTask, cfg:RandomLabelConfig, progress:bool=True,
-                 grad_hook=None) -> Unlearned: # `grad_hook(model)` before each optimiser step (SalUn's mask)
+def random_label(original:nn.Module,      # f_orig: the starting point (left unchanged)
+                 task:UnlearnTask,        # its forget and retain sets, shuffled together
+                 cfg:RandomLabelConfig,   # hyperparameters
+                 progress:bool=True,      # show a progress bar over epochs
+                 grad_hook=None,          # grad_hook(model) before each optimiser step (SalUn's mask); None: none
+                ) -> Unlearned:           # f_un in eval mode; record: train_loss per epoch
     "Random Labeling: train on $D_f \\cup D_r$ shuffled together, each forget label redrawn wrong every epoch"
     student = student_of(original)
     loss_fn = random_label_loss(student, num_classes_of(original, task))

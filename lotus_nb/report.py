@@ -17,39 +17,50 @@ __all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'SUPP_LABELS', 'EXTRA_MIA', '
            'table_avg_gap_supp', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #0e4f1a79
-def display_name(m:str) -> str:
+def display_name(m:str # a method's registry name, e.g. 'lotus'
+                ) -> str: # the paper's column label, e.g. 'LoTUS'; unknown names unchanged
     "The paper's label of method `m` (its registry `display`), or `m` itself"
     return METHODS[m].display if m in load_methods() else m
 
-def is_reference(m:str) -> bool:
+def is_reference(m:str # a method's registry name
+                ) -> bool:
     "True for the Original and the Gold Standard: compared with, never ranked"
     return m in load_methods() and METHODS[m].reference
 
-def ordered_methods(methods) -> list:
+def ordered_methods(methods # registry names, in any order; repeats are dropped
+                   ) -> list:
     "`methods` in the registry's (the paper's) column order, unknown ones last"
     order = list_methods(); methods = list(dict.fromkeys(methods))
     return sorted(methods, key=lambda m: (order.index(m) if m in order else len(order), m))
 
 # %% ../nbs/07_report.ipynb #f99606c0
-def summarize(results:pd.DataFrame, metrics) -> tuple:
+def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
+              metrics             # metric columns to summarise, e.g. ['avg_gap', 'jsd']
+             ) -> tuple: # (mean, std) DataFrames: methods x metrics; std over seeds (ddof=0), 0 for one seed
     "Per-method mean and std (over seeds) of `metrics`, methods in paper order"
     g = results.groupby('method')[list(metrics)]
     idx = ordered_methods(results['method'])
     return g.mean().reindex(idx), g.std(ddof=0).reindex(idx).fillna(0.)
 
-def fmt_pm(mean:float, std:float, digits:int=4) -> str:
+def fmt_pm(mean:float,   # the mean over seeds, already scaled (e.g. x1e4)
+           std:float,    # the standard deviation over seeds, same scale
+           digits:int=4  # decimals of both
+          ) -> str:
     "`mean ± std` with `digits` decimals"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 # %% ../nbs/07_report.ipynb #0bb3e775
-def rank_row(mean_row:pd.Series, # method -> mean value over seeds
-             higher_better:bool=False) -> dict:
+def rank_row(mean_row:pd.Series,       # method -> mean value over seeds
+             higher_better:bool=False  # True: the largest value ranks first (default: the smallest)
+            ) -> dict:
     "Rank 1 and 2 of the unlearning methods (references excluded) of one row of means: `{method: rank}`"
     cand = mean_row[[m for m in mean_row.index if not is_reference(m)]].dropna()
     cand = cand.sort_values(ascending=not higher_better, kind='stable')
     return {m: i + 1 for i, m in enumerate(cand.index[:2])}
 
-def make_table(cells:dict, ranks:dict) -> pd.DataFrame:
+def make_table(cells:dict, # {row label: {method: formatted cell text}}, methods as registry names
+               ranks:dict  # {row label: {method: 1 or 2}}, as rank_row gives
+              ) -> pd.DataFrame:
     "A table from `{row: {method: text}}` and `{row: {method: rank}}`, with a `best` column and the ranks in `attrs`"
     t = pd.DataFrame({r: {display_name(m): v for m, v in row.items()} for r, row in cells.items()}).T.fillna('')
     t['best'] = [next((display_name(m) for m, k in ranks.get(r, {}).items() if k == 1), '') for r in t.index]
@@ -64,7 +75,9 @@ def _tex(s:str) -> str:
 
 MARKUP = {'md': ('**{}**', '<u>{}</u>', str), 'tex': (r'\textbf{{{}}}', r'\underline{{{}}}', _tex)}
 
-def render(table:pd.DataFrame, style:str='md') -> pd.DataFrame:
+def render(table:pd.DataFrame, # a make_table table, ranks in attrs['rank']
+           style:str='md'       # 'md' (Markdown: bold, <u>) or 'tex' (LaTeX: textbf, underline; cells escaped)
+          ) -> pd.DataFrame:
     "`table` with its best cell of each row in bold and the second underlined, in `style` 'md' or 'tex' markup"
     bold, under, esc = MARKUP[style]; rank = table.attrs.get('rank', {})
     out = table.copy()
@@ -80,7 +93,9 @@ MAIN_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), 'RF-JSD 
              'ZRF': ('zrf', 1, 4), 'Time (min.)': ('time_min', 1, 2)}
 HIGHER_BETTER = set()   # metric columns where a larger value ranks first
 
-def metric_table(results:pd.DataFrame, rows:dict) -> pd.DataFrame:
+def metric_table(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
+                 rows:dict             # {row label: (column, scale, digits)}; absent or all-NaN columns are skipped
+                ) -> pd.DataFrame:
     "Rows `{label: (column, scale, digits)}` of `results` as mean ± std over seeds per method, ranked"
     cols = [c for c, *_ in rows.values() if c in results and results[c].notna().any()]
     mean, std = summarize(results, cols); cells, ranks = {}, {}
@@ -91,22 +106,27 @@ def metric_table(results:pd.DataFrame, rows:dict) -> pd.DataFrame:
         ranks[label] = rank_row(mean[col], col in HIGHER_BETTER)
     return make_table(cells, ranks)
 
-def table_avg_gap(results:pd.DataFrame, rows:dict=None) -> pd.DataFrame:
-    "The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4, ZRF and time, mean ± std over seeds"
+def table_avg_gap(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
+                  rows:dict=None        # {label: (column, scale, digits)}; None: MAIN_ROWS without ZRF
+                 ) -> pd.DataFrame:
+    "The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4 and time (ZRF with `rows=MAIN_ROWS`), mean ± std over seeds"
     return metric_table(results, rows or {k: v for k, v in MAIN_ROWS.items() if k != 'ZRF'})
 
 # %% ../nbs/07_report.ipynb #f8ef7214
 SUPP_LABELS = dict(mia='MIA', acc_forget='Forget acc', acc_retain='Retain acc', acc_test='Test acc')
 EXTRA_MIA = dict(mia_loss='MIA (loss)', mia_svc='MIA (SVC)')   # population attacks beyond the paper's (not in Avg Gap)
 
-def gaps_to_gold(results:pd.DataFrame, keys=GAP_KEYS) -> pd.DataFrame:
+def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows included (one per seed)
+                 keys=GAP_KEYS         # metric columns to compare with f_gold: by default the four Avg Gap terms
+                ) -> pd.DataFrame:
     "`results` with a column `gap_<key>` = |value - gold's value of the same seed| for each key"
     gold = results[results.method == 'gold'].set_index('seed')[list(keys)]
     out = results.copy()
     for k in keys: out[f'gap_{k}'] = (out[k] - out['seed'].map(gold[k])).abs()
     return out
 
-def table_avg_gap_supp(results:pd.DataFrame) -> pd.DataFrame:
+def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows included (one per seed)
+                      ) -> pd.DataFrame:
     "The paper's `tab:avg_gap_supp` for one benchmark: each Avg Gap term, then the loss and SVC MIAs, each with its gap to gold, mean ± std"
     keys = list(GAP_KEYS) + [k for k in EXTRA_MIA if k in results and results[k].notna().any()]
     labels, rows = {**SUPP_LABELS, **EXTRA_MIA}, {}
@@ -117,10 +137,11 @@ def table_avg_gap_supp(results:pd.DataFrame) -> pd.DataFrame:
     return t
 
 # %% ../nbs/07_report.ipynb #c6ce859e
-def table_hyperparams(arch:str='resnet', # 'resnet' or 'vit'
-                      overrides:dict=None, # {method: {name: value}}
-                      methods=None,        # None: every registered unlearning method
-                      kind:str='instance') -> pd.DataFrame: # or 'class': with the configs' class defaults
+def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply
+                      overrides:dict=None, # {method: {name: value}}, as run_benchmark's method_overrides
+                      methods=None,        # registry names of the rows; None: every registered unlearning method
+                      kind:str='instance'  # 'instance', or 'class': with the configs' class defaults
+                     ) -> pd.DataFrame:
     "The paper's `tab:hyperparams`: each unlearning method's configuration for `arch` and `kind`"
     base = {f.name for f in dataclasses.fields(MethodConfig)}; rows = {}
     for m in methods or list_methods(reference=False):
@@ -132,7 +153,10 @@ def table_hyperparams(arch:str='resnet', # 'resnet' or 'vit'
     return pd.DataFrame(rows).T
 
 # %% ../nbs/07_report.ipynb #930759a8
-def save_table(table:pd.DataFrame, out_dir, name:str) -> dict:
+def save_table(table:pd.DataFrame, # a make_table table (ranks in attrs['rank'] give the markup)
+               out_dir,            # folder to write into; created if absent
+               name:str            # file stem, e.g. 'avg_gap'
+              ) -> dict: # {'md': path, 'tex': path, 'csv': path}
     "Write `table` as `name.md`, `name.tex` and `name.csv` under `out_dir`; returns the paths"
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = {ext: out/f'{name}.{ext}' for ext in ('md', 'tex', 'csv')}
@@ -142,8 +166,9 @@ def save_table(table:pd.DataFrame, out_dir, name:str) -> dict:
     return paths
 
 # %% ../nbs/07_report.ipynb #a5c449d2
-def plot_tau_trace(traces:dict, # seed -> list of per-epoch dicts with `delta_acc` and `tau_d` (LoTUS's record['trace'])
-                   title:str='LoTUS convergence'):
+def plot_tau_trace(traces:dict,                 # seed -> LoTUS's record['trace']: per-epoch dicts of epoch, delta_acc, tau_d
+                   title:str='LoTUS convergence'  # the figure's title
+                  ):
     "Delta-Acc and tau_d per epoch, one line per seed; returns the figure"
     fig, axs = plt.subplots(1, 2, figsize=(9, 3))
     for seed, tr in traces.items():
@@ -155,8 +180,9 @@ def plot_tau_trace(traces:dict, # seed -> list of per-epoch dicts with `delta_ac
     axs[0].legend(fontsize=7); fig.suptitle(title); fig.tight_layout()
     return fig
 
-def plot_entropy(entropies:dict, # method -> {'forget': array, 'retain': array, 'test': array}
-                 title:str='Prediction entropy'):
+def plot_entropy(entropies:dict,                # method -> {'forget': array, 'retain': array, 'test': array} (nats)
+                 title:str='Prediction entropy'  # the figure's title
+                ):
     "Entropy distributions on forget, retain and test, one panel per model; returns the figure"
     import seaborn as sns
     methods = ordered_methods(entropies)

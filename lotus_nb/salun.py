@@ -17,9 +17,11 @@ from .random_label import RandomLabelConfig, random_label
 __all__ = ['saliency_mask', 'mask_stats', 'with_saliency', 'SalunConfig', 'salun', 'masked_grads_zero']
 
 # %% ../nbs/17_salun.ipynb #0173e016
-def saliency_mask(model:nn.Module, forget, # split, `Dataset` or `DataLoader` of the forget set
+def saliency_mask(model:nn.Module,         # $f_{orig}$, whose gradients are measured (left untouched)
+                  forget,                   # split, Dataset or DataLoader of the forget set $D_f$
                   fraction:float=0.5,       # k: the fraction of all parameter entries left trainable
-                  batch_size:int=128) -> dict:
+                  batch_size:int=128,       # images per gradient pass
+                 ) -> dict:                 # parameter name -> 0/1 float tensor of the parameter's shape
     "SalUn's mask `{name: 0/1 tensor}`: 1 on the top `fraction` of entries by $|\\sum_{batches} \\nabla(-CE)|$ on `forget`"
     fraction = check_fraction(fraction, 'fraction')
     m = student_of(model)   # a trainable copy: `model` is not touched, not even put in eval mode
@@ -29,12 +31,17 @@ def saliency_mask(model:nn.Module, forget, # split, `Dataset` or `DataLoader` of
     keep[saliency.topk(math.floor(fraction*len(saliency)), sorted=False).indices] = 1
     return {k: v.view_as(sums[k]) for k, v in zip(sums, keep.split([s.numel() for s in sums.values()]))}
 
-def mask_stats(mask:dict) -> dict:
+def mask_stats(mask:dict, # parameter name -> 0/1 tensor, from saliency_mask
+              ) -> dict:  # mask_kept: entries left trainable; mask_size: all entries
     "How many entries `mask` keeps trainable, out of how many: for a method's record"
     return dict(mask_kept=int(sum(m.sum().item() for m in mask.values())), mask_size=sum(m.numel() for m in mask.values()))
 
-def with_saliency(method, # an unlearning function `f(original, task, cfg, progress, grad_hook=...) -> Unlearned`
-                  original:nn.Module, task:UnlearnTask, cfg, progress:bool=True) -> Unlearned:
+def with_saliency(method,              # unlearning function f(original, task, cfg, progress, grad_hook=...)
+                  original:nn.Module,  # $f_{orig}$: the mask is measured on it, then passed on to method
+                  task:UnlearnTask,    # the sets; the mask comes from task.forget
+                  cfg,                 # method's config, with mask_fraction and batch_size
+                  progress:bool=True,  # passed on to method
+                 ) -> Unlearned:       # method's result, with mask_kept and mask_size added to its record
     "Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the mask's size goes in the record"
     mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size)
     out = method(original, task, cfg, progress, grad_hook=mask_grads(mask))
@@ -45,19 +52,29 @@ def with_saliency(method, # an unlearning function `f(original, task, cfg, progr
 @dataclass
 class SalunConfig(RandomLabelConfig):
     "SalUn: SGD, lr 0.1, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); the top `mask_fraction` of weights trainable"
-    lr: float = 0.1
+    epochs: int = 10             # Random Labeling epochs over $D_f \cup D_r$ (3 for ViT)
+    batch_size: int = 128        # for the saliency pass and the training (32 for ViT)
+    optimizer: str = 'sgd'       # SGD, as Table tab:hyperparams gives
+    lr: float = 0.1              # learning rate of the masked training
+    momentum: float = 0.9        # SGD momentum
+    weight_decay: float = 5e-4   # L2 penalty of the optimiser
     mask_fraction: float = 0.5   # k; the LoTUS authors used 0.1
     # lr per architecture: the table's 0.1 is a ResNet18 setting, and no SalUn value for ViT is published
     arch_defaults: ClassVar[dict] = {'resnet': dict(lr=0.1), 'vit': dict(epochs=3, batch_size=32, lr=0.1)}
 
 @register_method('salun', SalunConfig, display='SalUn')
-def salun(original:nn.Module, task:UnlearnTask, cfg:SalunConfig, progress:bool=True) -> Unlearned:
+def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
+          task:UnlearnTask,     # forget and retain sets
+          cfg:SalunConfig,      # hyperparameters
+          progress:bool=True,   # show a progress bar over epochs
+         ) -> Unlearned:        # the trained copy, eval mode; record: Random Labeling's plus the mask's size
     "SalUn: Random Labeling with the gradients multiplied by the saliency mask of the forget set"
     return with_saliency(random_label, original, task, cfg, progress)
 
 # %% ../nbs/17_salun.ipynb #9d1c272f
-def masked_grads_zero(mask:dict, # parameter name -> 0/1 tensor, in `named_parameters()` order
-                      run) -> tuple: # `run()` trains a copy of the model the mask was computed on
+def masked_grads_zero(mask:dict, # parameter name -> 0/1 tensor, in named_parameters() order
+                      run,       # a callable with no arguments that trains a copy of the mask's model
+                     ) -> tuple: # (one bool per optimiser step, what run() returned)
     "`(steps, run())`: one bool per optimiser step, True when every masked entry's gradient is zero as the step begins"
     steps = []
     def probe(opt, args, kwargs):

@@ -18,7 +18,8 @@ __all__ = ['scrub_kl', 'scrub_lr', 'max_pass', 'min_pass', 'ScrubConfig', 'scrub
 # %% ../nbs/14_scrub.ipynb #760b2ecd
 def scrub_kl(student_logits:torch.Tensor, # B x K logits of the student
              teacher_logits:torch.Tensor, # B x K logits of the teacher $f_{orig}$
-             T:float=4.) -> torch.Tensor:  # temperature
+             T:float=4.,                  # distillation temperature (the authors' kd_T)
+            ) -> torch.Tensor:            # scalar: batch-mean KL of the tempered outputs, times T^2
     "$\\mathrm{KL}_T(s, t) = \\mathrm{KL}(\\mathrm{softmax}(t/T) \\,\\|\\, \\mathrm{softmax}(s/T)) \\, T^2$, batch mean"
     return kl_to_targets(student_logits, F.softmax(teacher_logits.float()/T, -1), T) * T**2
 
@@ -28,23 +29,33 @@ def scrub_lr(epoch:int,   # 1-based epoch
              lr:float,    # initial learning rate
              milestones:tuple=(3, 5, 9), # the authors' milestones...
              budget:int=5,               # ...for their budget of this many epochs
-             decay:float=0.1) -> float:
+             decay:float=0.1,            # factor applied at each milestone passed
+            ) -> float:                  # the learning rate for this epoch
     "The learning rate of `epoch`: `lr` times `decay` for every milestone, scaled from `budget` to `epochs` epochs, that it has passed"
     scaled = [math.floor(m*epochs/budget + 0.5) for m in milestones]
     return lr * decay**sum(epoch > m for m in scaled)
 
 # %% ../nbs/14_scrub.ipynb #b8c0a21e
-def max_pass(student:nn.Module, teacher:nn.Module, forget_batches, opt:torch.optim.Optimizer,
-             T:float=4.) -> float:
+def max_pass(student:nn.Module,            # the model being unlearned; trained in place, train mode
+             teacher:nn.Module,            # the frozen $f_{orig}$
+             forget_batches,               # iterable of (x, y, ...) batches of $D_f$
+             opt:torch.optim.Optimizer,    # optimiser over the student's parameters
+             T:float=4.,                   # distillation temperature
+            ) -> float:                    # mean KL_T over the pass (positive)
     "One pass over `forget_batches` minimising $-\\mathrm{KL}_T$ (the student moves away from the teacher); returns the mean $\\mathrm{KL}_T$"
     def loss_fn(b):
         with torch.no_grad(): t = teacher(b[0])
         return -scrub_kl(student(b[0]), t, T)
     return -train_epoch(student, forget_batches, loss_fn, opt)
 
-def min_pass(student:nn.Module, teacher:nn.Module, retain_batches, opt:torch.optim.Optimizer,
-             T:float=4., alpha:float=0.5, # weight of the KL to the teacher
-             gamma:float=1.) -> float:    # weight of the cross-entropy on the true labels
+def min_pass(student:nn.Module,            # the model being unlearned; trained in place, train mode
+             teacher:nn.Module,            # the frozen $f_{orig}$
+             retain_batches,               # iterable of (x, y, ...) batches of $D_r$
+             opt:torch.optim.Optimizer,    # optimiser over the student's parameters (shared with max_pass)
+             T:float=4.,                   # distillation temperature
+             alpha:float=0.5,              # weight of the KL to the teacher
+             gamma:float=1.,               # weight of the cross-entropy on the true labels
+            ) -> float:                    # mean loss over the pass
     "One pass over `retain_batches` minimising $\\gamma\\,\\mathrm{CE} + \\alpha\\,\\mathrm{KL}_T$ (the student stays with the teacher); returns the mean loss"
     def loss_fn(b):
         x, y = b[0], b[1]
@@ -57,20 +68,27 @@ def min_pass(student:nn.Module, teacher:nn.Module, retain_batches, opt:torch.opt
 @dataclass
 class ScrubConfig(MethodConfig):
     "SCRUB: Adam, lr 5e-4, weight decay 5e-4 (Table tab:hyperparams); the authors' instance-wise privacy setting otherwise"
-    optimizer: str = 'adam'
-    lr: float = 5e-4
-    weight_decay: float = 5e-4
-    T: float = 4.                  # distillation temperature (`kd_T`)
+    epochs: int = 10               # LoTUS's budget (3 for ViT): each a min pass, the first msteps also a max pass
+    batch_size: int = 128          # for both the forget and the retain batches (the authors: 16 and 32)
+    optimizer: str = 'adam'        # Adam, shared by the max and min passes
+    lr: float = 5e-4               # initial learning rate, decayed at the scaled milestones
+    momentum: float = 0.9          # unused by Adam
+    weight_decay: float = 5e-4     # Adam's L2 penalty
+    T: float = 4.                  # distillation temperature (the authors' kd_T)
     alpha: float = 0.5             # weight of the KL to the teacher in the min pass
     gamma: float = 1.              # weight of the cross-entropy in the min pass
-    msteps: int = 3                # epochs that start with a max pass (capped at `epochs`)
+    msteps: int = 3                # epochs that start with a max pass (capped at epochs)
     milestones: tuple = (3, 5, 9)  # the authors' lr milestones...
-    milestone_budget: int = 5      # ...for their 5 epochs, scaled to `epochs`
+    milestone_budget: int = 5      # ...for their 5 epochs, scaled to epochs
     lr_decay: float = 0.1          # factor at each milestone
     rewind: bool = False           # SCRUB+R: return the epoch whose forget error is closest to the held-out error
 
 @register_method('scrub', ScrubConfig, display='SCRUB')
-def scrub(original:nn.Module, task:UnlearnTask, cfg:ScrubConfig, progress:bool=True) -> Unlearned:
+def scrub(original:nn.Module,  # $f_{orig}$: the frozen teacher and the student's start (left unchanged)
+          task:UnlearnTask,     # forget and retain sets; unseen ($D_u$) needed only with rewind=True
+          cfg:ScrubConfig,      # hyperparameters
+          progress:bool=True,   # show a progress bar over epochs
+         ) -> Unlearned:        # the trained student, eval mode; record: per-epoch trace, max_passes
     "SCRUB: alternate max passes on $D_f$ and min passes on $D_r$ of a student against the frozen $f_{orig}$; returns the student"
     if cfg.rewind and task.unseen is None: raise ValueError("SCRUB+R (rewind=True) needs an unseen set D_u")
     teacher, student = frozen(original), student_of(original)

@@ -14,9 +14,11 @@ from .methods import MethodConfig, UnlearnTask, Unlearned, register_method, stud
 __all__ = ['importances', 'dampen_', 'SSDConfig', 'ssd']
 
 # %% ../nbs/15_ssd.ipynb #749a10e3
-def importances(model:nn.Module, split, # the set the importance is measured on
+def importances(model:nn.Module,        # the network whose trainable parameters are scored; left in eval mode
+                split,                  # the set the importance is measured on ($D_f$ or $D$)
                 batch_size:int=128,     # the authors' 128, for ResNet18 and ViT alike
-                progress:bool=False) -> dict:
+                progress:bool=False,    # show a progress bar over batches
+               ) -> dict:               # parameter name -> importance tensor of the parameter's shape
     "SSD's importance of every parameter over `split`: the squared CE gradient of each mini-batch, averaged over batches"
     ce = lambda b: F.cross_entropy(model(b[0]), b[1])
     batches = tqdm(split.loader(batch_size), disable=not progress, leave=False, desc='importance')
@@ -25,9 +27,12 @@ def importances(model:nn.Module, split, # the set the importance is measured on
     return {k: s/n for k, s in sums.items()}
 
 # %% ../nbs/15_ssd.ipynb #ccdb1e48
-def dampen_(model:nn.Module, I_f:dict, I_D:dict, # importances over the forget set and over the whole training set
-            alpha:float=10., # selection: entries with `I_f > alpha * I_D`
-            lam:float=1.) -> dict: # dampening strength $\lambda$
+def dampen_(model:nn.Module,  # the network to dampen, modified in place
+            I_f:dict,          # importances over the forget set $D_f$, from importances
+            I_D:dict,          # importances over the whole training set $D = D_r \cup D_f$
+            alpha:float=10.,   # selection threshold $\alpha$: entries with I_f > alpha * I_D
+            lam:float=1.,      # dampening constant $\lambda$
+           ) -> dict:          # parameter name -> boolean tensor of the selected entries
     "Multiply in place each selected entry by $\\min(\\lambda I_D / I_f, 1)$; returns the boolean selection of each parameter"
     selected = {}
     with torch.no_grad():
@@ -43,16 +48,20 @@ class SSDConfig(MethodConfig):
     "SSD: $\\alpha = 10$, $\\lambda = 1$; optimiser, lr and weight decay are Table tab:hyperparams' (unused: one shot)"
     epochs: int = 0            # one shot: no training
     batch_size: int = 128      # batch size of the importance passes
-    optimizer: str = 'sgd'     # reported only
-    lr: float = 0.1            # reported only
+    optimizer: str = 'sgd'     # reported only (Table tab:hyperparams); the one-shot update uses none
+    lr: float = 0.1            # reported only: the authors' SGD lr, used only to clear gradients
     momentum: float = 0.       # reported only
     weight_decay: float = 0.   # reported only
-    alpha: float = 10.         # selection threshold: `I_f > alpha * I_D`
+    alpha: float = 10.         # selection threshold: I_f > alpha * I_D
     lam: float = 1.            # dampening constant $\lambda$
     arch_defaults: ClassVar[dict] = {}
 
 @register_method('ssd', SSDConfig, display='SSD')
-def ssd(original:nn.Module, task:UnlearnTask, cfg:SSDConfig, progress:bool=True) -> Unlearned:
+def ssd(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is dampened)
+        task:UnlearnTask,     # forget and retain sets
+        cfg:SSDConfig,        # hyperparameters
+        progress:bool=True,   # show progress bars over the importance passes
+       ) -> Unlearned:        # the dampened copy, eval mode; record: selected (entries dampened), selected_frac
     "SSD: importances over $D_f$ and $D_r \\cup D_f$, then one dampening of the entries specialised in $D_f$"
     model = student_of(original).eval()
     I_f = importances(model, task.forget, cfg.batch_size, progress)

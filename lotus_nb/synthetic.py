@@ -21,8 +21,10 @@ class ClassGaussians:
     mus: np.ndarray     # C x k, each class's mean in the PCA space
     covs: np.ndarray    # C x k x k, each class's covariance there
     shape: tuple        # channels x height x width of one image
-    def sample(self, counts, # images to draw for each class (length C)
-               seed:int) -> tuple:
+    def sample(self,
+               counts,   # images to draw for each class (length C)
+               seed:int, # seed of the draw: the same seed gives the same images
+               ) -> tuple: # (uint8 images N x C x H x W, N labels), class by class
         "`counts[c]` images of each class `c`: a `uint8` tensor N x C x H x W and the labels"
         rng = np.random.default_rng(seed); xs, ys = [], []
         for c, n in enumerate(counts):
@@ -36,7 +38,8 @@ def fit_class_gaussians(x:torch.Tensor,        # N x C x H x W uint8 training im
                         y:torch.Tensor,        # N labels
                         num_classes:int=None,  # None: max(y) + 1
                         n_components:int=32,   # principal components kept
-                        chunk:int=4096) -> ClassGaussians:
+                        chunk:int=4096,        # images per chunk when accumulating the covariance (memory only)
+                        ) -> ClassGaussians:
     "Fit a Gaussian per class in the space of the leading `n_components` principal components of `x`"
     n, shape = len(x), tuple(x.shape[1:]); y = np.asarray(y.cpu() if torch.is_tensor(y) else y)
     num_classes = num_classes or int(y.max()) + 1
@@ -51,12 +54,14 @@ def fit_class_gaussians(x:torch.Tensor,        # N x C x H x W uint8 training im
     return ClassGaussians(mean, basis, mus, covs, shape)
 
 # %% ../nbs/25_synthetic.ipynb #37848654
-def synthetic_split(data, # an in-memory `ImageData`
-                    train_idx,    # indices into `data.x_train` the model is fitted on
-                    counts,       # images to draw per class
-                    seed:int, device='cpu',
-                    like:TensorSplit=None,   # a split whose normalisation and input size the result copies; None: `data`'s
-                    n_components:int=32) -> TensorSplit:
+def synthetic_split(data,                  # an in-memory ImageData
+                    train_idx,             # indices into data.x_train the model is fitted on
+                    counts,                # images to draw per class (length num_classes)
+                    seed:int,              # seed of the draw
+                    device='cpu',          # where the split's images and labels live
+                    like:TensorSplit=None, # a split whose normalisation and input size the result copies; None: data's
+                    n_components:int=32,   # principal components of the PCA space (k)
+                    ) -> TensorSplit:      # eval-only (no augmentation) split of the samples
     "A seeded synthetic split: `counts[c]` images of each class from class Gaussians fitted on `data.x_train[train_idx]`"
     if not data.in_memory: raise ValueError(f"{data.name} is streamed from disk: the synthetic unseen set needs its images in memory; "
                                             "use unseen='heldout' or a generated dataset (CIFAKE for CIFAR-10)")
@@ -67,7 +72,11 @@ def synthetic_split(data, # an in-memory `ImageData`
     return TensorSplit(x.to(device), y.to(device), np.arange(len(y)), 'none', mean, std, size)
 
 @register_unseen('synthetic')
-def synthetic_unseen(prep, splits:dict, seed:int, device) -> TensorSplit:
+def synthetic_unseen(prep,        # the benchmark's prepared state; its data must be in memory
+                     splits:dict, # the seed's splits: forget, retain (fitted on) and unseen (counts, format)
+                     seed:int,    # the benchmark seed, also the seed of the draw
+                     device,      # where the split's images and labels live
+                     ) -> TensorSplit: # the synthetic D_u, shaped like splits['unseen']
     "The methods' $D_u$ of a benchmark with `unseen='synthetic'`: as many images per class as its held-out $D_u$, generated from its training split"
     train = np.concatenate([splits['forget'].idx, splits['retain'].idx])
     counts = np.bincount(splits['unseen'].labels.cpu().numpy(), minlength=prep.data.num_classes)

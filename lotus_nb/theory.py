@@ -14,14 +14,16 @@ __all__ = ['fano_lower_bound', 'plot_tau_curve']
 
 # %% ../nbs/00_theory.ipynb #baeab8b3
 def fano_lower_bound(cond_entropy:float, # $H(X_s \mid f_w(X_s))$, in bits
-                     n_outcomes:int):     # $|A(X_s)|$, the number of values $X_s$ can take (e.g. classes)
+                     n_outcomes:int,      # $|A(X_s)|$, the number of values $X_s$ can take (e.g. classes), >= 2
+                     ) -> float:          # lower bound on P(error) of any estimator of $X_s$; 0 when vacuous
     "Fano's lower bound on the error probability $P_e$ (Eq. 8), base 2, clipped at 0"
     if n_outcomes < 2: raise ValueError(f"Fano's inequality needs at least 2 outcomes, got n_outcomes={n_outcomes}")
     return max(0., (float(cond_entropy) - 1)/math.log2(n_outcomes))
 
 # %% ../nbs/00_theory.ipynb #117f060a
-def plot_tau_curve(alphas=(2, 4, 8, 16), # values of `alpha`, one line each
-                   ax=None):              # matplotlib Axes to draw on; a new figure if None
+def plot_tau_curve(alphas=(2, 4, 8, 16), # values of alpha (Eq. 11), one line each
+                   ax=None,               # matplotlib Axes to draw on; a new figure if None
+                   ) -> plt.Axes:         # the Axes drawn on
     "Plot `tau_d` (Eq. 11) against $\\Delta\\mathrm{Acc} \\in [-0.5, 0.5]$, one line per `alpha`; returns the Axes"
     if ax is None: _, ax = plt.subplots(figsize=(5.5, 3.5))
     delta = np.linspace(-0.5, 0.5, 201)

@@ -21,35 +21,43 @@ __all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'get_device', '
            'load_checkpoint', 'train_cached']
 
 # %% ../nbs/03_training.ipynb #d98ee362
-def get_device(device:str='auto') -> torch.device:
+def get_device(device:str='auto', # 'cpu', 'cuda', 'cuda:N', or 'auto': CUDA when available, else the CPU
+               ) -> torch.device:   # refuses 'cuda' when CUDA is not available
     "`'auto'` picks CUDA when available, else the CPU"
     if device == 'auto': device = 'cuda' if torch.cuda.is_available() else 'cpu'
     device = torch.device(device)
     if device.type == 'cuda' and not torch.cuda.is_available(): raise ValueError("device 'cuda' asked for, but CUDA is not available")
     return device
 
-def set_seed(seed:int):
+def set_seed(seed:int): # one seed for all three generators (NumPy gets it modulo 2**32)
     "Seed Python's, NumPy's and torch's generators"
     import random
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
-def autocast(device, cache:bool=True) -> contextlib.AbstractContextManager: # `cache`: autocast's weight-cast cache (off in CUDA graphs)
+def autocast(device,          # where the model runs: bfloat16 autocast on CUDA, plain float32 elsewhere
+             cache:bool=True,  # autocast's weight-cast cache (off inside a CUDA graph capture)
+             ) -> contextlib.AbstractContextManager: # a no-op context on the CPU
     "bfloat16 autocast on CUDA, nothing on the CPU"
     device = torch.device(device)
     return torch.autocast('cuda', dtype=torch.bfloat16, cache_enabled=cache) if device.type == 'cuda' else contextlib.nullcontext()
 
-def model_device(model:nn.Module) -> torch.device:
+def model_device(model:nn.Module, # a network with at least one parameter
+                 ) -> torch.device:
     "The device of `model`'s (first) parameter"
     return next(model.parameters()).device
 
-def to_device(model:nn.Module, device) -> nn.Module:
+def to_device(model:nn.Module, # moved in place
+              device,           # the target device (str or torch.device)
+              ) -> nn.Module:   # the same model, for chaining
     "Move `model` to `device`, in `channels_last` format on CUDA"
     device = torch.device(device)
     return model.to(device, memory_format=torch.channels_last) if device.type == 'cuda' else model.to(device)
 
 class Timer:
     "Context manager measuring wall-clock minutes, the device synchronised at both ends"
-    def __init__(self, device='cpu'): self.device = torch.device(device)
+    def __init__(self,
+                 device='cpu'): # the device to synchronise at entry and exit (CUDA only); time in .minutes
+        self.device = torch.device(device)
     def _sync(self):
         if self.device.type == 'cuda': torch.cuda.synchronize(self.device)
     def __enter__(self): self._sync(); self.t0 = time.perf_counter(); return self
@@ -72,29 +80,35 @@ FAST = dict(mode=_parse_fast(os.environ.get('LOTUS_FAST', 'auto')), # True, Fals
             warmup=3)           # real eager steps before a capture (cuDNN autotuning, optimiser state)
 FAST_STATS = collections.Counter()  # steps run by each path, captures: what ran, for logs and benchmarks
 
-def set_fast(mode=True, # True, False or 'auto'
-             **options):  # other keys of `FAST`: graphs, min_graph_steps, warmup
+def set_fast(mode=True,  # True, False or 'auto' (on for CUDA, off on the CPU); strings as in $LOTUS_FAST
+             **options,  # other keys of FAST: graphs, min_graph_steps, warmup
+             ) -> dict:  # the settings before the call
     "Switch the fast path on, off or to `'auto'` and set its `options`; returns the previous settings (`set_fast(**prev)` restores them)"
     if bad := set(options) - set(FAST): raise TypeError(f"unknown fast path option(s) {sorted(bad)}; valid: {', '.join(FAST)}")
     if 'graphs' in options: check_choice(options['graphs'], (True, False, 'auto', 'emulate'), 'graphs setting')
     prev = dict(FAST); FAST.update(options, mode=_parse_fast(mode)); return prev
 
 @contextlib.contextmanager
-def fast_path(mode=True, **options):
+def fast_path(mode=True,  # True, False or 'auto', inside the block
+              **options): # passed on to set_fast: graphs, min_graph_steps, warmup
     "Context manager: `set_fast(mode, **options)` inside the block, the previous settings after it"
     prev = set_fast(mode, **options)
     try: yield FAST
     finally: FAST.clear(); FAST.update(prev)
 
-def fast_enabled(device) -> bool:
+def fast_enabled(device, # the device the model is on (str or torch.device)
+                 ) -> bool:
     "Whether the fast path runs for a model on `device`"
     return FAST['mode'] if isinstance(FAST['mode'], bool) else torch.device(device).type == 'cuda'
 
 # %% ../nbs/03_training.ipynb #d548cc0b
 OPTIMIZERS = dict(sgd=torch.optim.SGD, adam=torch.optim.Adam, adamw=torch.optim.AdamW)
 
-def new_optimizer(kind:str, params, # 'sgd', 'adam' or 'adamw'; the parameters (tensors)
-                  lr:float, **kw) -> torch.optim.Optimizer: # `kw`: momentum, weight_decay, ...
+def new_optimizer(kind:str, # 'sgd', 'adam' or 'adamw'
+                  params,   # parameter tensors to optimise (param-group dicts get the plain optimiser)
+                  lr:float, # learning rate
+                  **kw,     # passed on to the torch.optim class: momentum, weight_decay, ...
+                  ) -> torch.optim.Optimizer: # fused on the fast path; on CUDA with a tensor lr
     "A `torch.optim` optimiser; on the fast path fused, and on CUDA with a device-tensor `lr` and capturable state (CUDA graphs)"
     cls, params = OPTIMIZERS[check_choice(kind, OPTIMIZERS, 'optimizer')], list(params)
     dev = params[0].device if params and isinstance(params[0], torch.Tensor) else None
@@ -106,7 +120,8 @@ def new_optimizer(kind:str, params, # 'sgd', 'adam' or 'adamw'; the parameters (
     return cls(params, lr=lr, **kw)
 
 # %% ../nbs/03_training.ipynb #84eb4eb2
-def device_batches(batches, device):
+def device_batches(batches, # iterable of batches, each a sequence of tensors (on the host or device)
+                   device):  # where the batches go; on CUDA they are made on a side stream
     "`batches` moved to `device`; on CUDA each one is made on a side stream that the current stream then waits for"
     device = torch.device(device)
     if device.type != 'cuda':
@@ -123,21 +138,27 @@ def device_batches(batches, device):
         yield b
 
 @contextlib.contextmanager
-def cudnn_benchmark(device, on:bool=True):
+def cudnn_benchmark(device,        # the model's device; anything but CUDA leaves cuDNN alone
+                    on:bool=True): # False: leave the autotuner as it is (the plain path)
     "cuDNN's autotuner on inside the block when `device` is CUDA and `on`"
     if not on or torch.device(device).type != 'cuda': yield; return
     prev = torch.backends.cudnn.benchmark; torch.backends.cudnn.benchmark = True
     try: yield
     finally: torch.backends.cudnn.benchmark = prev
 
-def n_batches(batches) -> int:
+def n_batches(batches, # a loader, list or iterator of batches
+              ) -> int:
     "`len(batches)`, or 0 when it has no length"
     try: return len(batches)
     except TypeError: return 0
 
 # %% ../nbs/03_training.ipynb #950e6d2e
 @torch.no_grad()
-def predict(model:nn.Module, split, batch_size:int=1024, progress:bool=False):
+def predict(model:nn.Module,     # run in eval mode; its previous mode is restored
+            split,                # a split (or anything as_split accepts); read in order, not augmented
+            batch_size:int=1024,  # images per forward pass (does not change the result)
+            progress:bool=False,  # show a tqdm bar
+            ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device
     "Logits (float32) and labels of `model` over `split`, in eval mode, on the model's device"
     was_training, dev = model.training, model_device(model)
     fast = fast_enabled(dev); batches = as_split(split).loader(batch_size)
@@ -152,17 +173,24 @@ def predict(model:nn.Module, split, batch_size:int=1024, progress:bool=False):
     finally: model.train(was_training)
     return torch.cat(logits), torch.cat(ys)
 
-def accuracy_of(model:nn.Module, split, batch_size:int=1024,
-                sync:bool=True): # False: a 0-dim tensor on the device, without waiting for it
+def accuracy_of(model:nn.Module,    # evaluated in eval mode, as in predict
+                split,              # the split to score
+                batch_size:int=1024, # images per forward pass
+                sync:bool=True):    # False: a 0-dim tensor on the device, without waiting for it
     "Top-1 accuracy of `model` on `split` (eval mode)"
     logits, y = predict(model, split, batch_size)
     acc = (logits.argmax(1) == y).float().mean()
     return acc.item() if sync else acc
 
 # %% ../nbs/03_training.ipynb #ede36990
-def train_step(model:nn.Module, batch, loss_fn, opt:torch.optim.Optimizer, grad_hook=None, # see `train_epoch`
-               device=None,       # the model's device (None: looked up)
-               cache:bool=True) -> torch.Tensor: # autocast's cast cache (off inside a CUDA graph)
+def train_step(model:nn.Module,            # the model being trained (already in train mode)
+               batch,                      # a list of tensors on the device, passed to loss_fn
+               loss_fn,                    # loss_fn(batch) -> scalar loss
+               opt:torch.optim.Optimizer,  # stepped once
+               grad_hook=None,             # grad_hook(model) between backward and the step (e.g. SalUn's mask)
+               device=None,                # the model's device (None: looked up)
+               cache:bool=True,            # autocast's cast cache (off inside a CUDA graph)
+               ) -> torch.Tensor:          # the loss, still on the device (not synchronised)
     "One optimiser step on `batch` (on the device): the loss under autocast, backward, `grad_hook`, step; returns the loss"
     with autocast(device if device is not None else model_device(model), cache): loss = loss_fn(batch)
     opt.zero_grad(set_to_none=True); loss.backward()
@@ -170,8 +198,10 @@ def train_step(model:nn.Module, batch, loss_fn, opt:torch.optim.Optimizer, grad_
     opt.step()
     return loss
 
-def graphable(loss_fn, key=None, # loss functions with equal keys compute the same step (`ce_loss` of one model)
-              draws=None):       # `draws(batch) -> list` of the step's random tensors, drawn outside the graph
+def graphable(loss_fn,    # loss_fn(batch) -> scalar loss, graph-safe (see below); marked in place
+              key=None,   # loss functions with equal keys compute the same step (ce_loss of one model)
+              draws=None, # draws(batch) -> list of the step's random tensors, drawn outside the graph
+              ):
     "Mark `loss_fn` as safe to capture in a CUDA graph; returns it"
     loss_fn.graph_safe, loss_fn.graph_key, loss_fn.graph_draws = True, key, draws
     return loss_fn
@@ -188,13 +218,21 @@ def _capturable(opt) -> bool:
 
 class StepGraph:
     "`train_step` for batches of one shape: `warmup` eager steps, then captured as a CUDA graph and replayed from static inputs"
-    def __init__(self, model, loss_fn, grad_hook=None, warmup:int=3, emulate:bool=False):
+    def __init__(self,
+                 model,                # the model whose training step is captured
+                 loss_fn,              # a graphable loss, loss_fn(batch + draws(batch))
+                 grad_hook=None,       # a graph-safe grad_hook(model), or None
+                 warmup:int=3,         # eager steps before the capture (at least 1)
+                 emulate:bool=False):  # True: replay as eager steps on the static buffers (checkable on the CPU)
         self.model, self.loss_fn, self.hook, self.key, self.emulate = model, loss_fn, grad_hook, _loss_key(loss_fn), emulate
         self.warmup, self.seen, self.sig, self.static, self.graph, self.loss, self.grads, self.failed = max(1, warmup), 0, None, None, None, None, None, False
         self.stream = None if emulate else torch.cuda.Stream(model_device(model))
-    def matches(self, model, loss_fn, grad_hook, emulate) -> bool:
+    def matches(self, model, loss_fn, grad_hook, emulate) -> bool: # same model, hook, emulate flag and loss key
         return self.model is model and self.hook is grad_hook and self.emulate == emulate and _loss_key(loss_fn) == self.key
-    def step(self, batch, opt, device):
+    def step(self,
+             batch,   # a list of tensors on the device
+             opt,     # the optimiser the graph was captured with
+             device): # the model's device
         "One step on `batch`: a warm-up step, the capture or a replay; None when the batch is not the graph's shape"
         if self.failed: return None
         if self.sig is None: self.sig = _sig(batch)
@@ -239,7 +277,12 @@ class StepGraph:
             for p, g in zip(params, self.grads): p.grad = g
         return self.loss
 
-def step_graph(model, batches, loss_fn, opt, grad_hook=None):
+def step_graph(model,          # the model being trained
+               batches,        # this epoch's batches ('auto' graphs only epochs of >= min_graph_steps)
+               loss_fn,        # graphed only when marked by graphable
+               opt,            # holds the cache of graphs; must be fused (SGD) or capturable (Adam)
+               grad_hook=None, # graphed only when None or marked graph_safe
+               ):
     "The `StepGraph` cached on `opt` for this model, loss and hook, a new one, or None when the step is not to be graphed"
     mode, dev = FAST['graphs'], model_device(model)
     if mode is False or not getattr(loss_fn, 'graph_safe', False): return None
@@ -253,11 +296,15 @@ def step_graph(model, batches, loss_fn, opt, grad_hook=None):
     cache.append(g := StepGraph(model, loss_fn, grad_hook, FAST['warmup'], emulate)); return g
 
 # %% ../nbs/03_training.ipynb #797214ca
-def train_epoch(model:nn.Module, batches, loss_fn,  # `loss_fn(batch) -> scalar loss`
-                opt:torch.optim.Optimizer, sched=None, # optional per-step LR scheduler
-                grad_hook=None,       # `grad_hook(model)` between backward and step
-                progress:bool=False, desc:str='train',
-                sync:bool=True):      # False: the mean loss as a 0-dim device tensor, without waiting for it
+def train_epoch(model:nn.Module,     # trained in place, put in train mode
+                batches,             # iterable of batches (x, y, ...): a loader; moved to the model's device
+                loss_fn,             # loss_fn(batch) -> scalar loss
+                opt:torch.optim.Optimizer, # stepped once per batch
+                sched=None,          # optional per-step LR scheduler, stepped after every batch
+                grad_hook=None,      # grad_hook(model) between backward and step
+                progress:bool=False, # show a tqdm bar
+                desc:str='train',    # the bar's label
+                sync:bool=True):     # False: the mean loss as a 0-dim device tensor, without waiting for it
     "One pass of `model` over `batches` in train mode; returns the mean loss"
     model.train(); dev = model_device(model); total, n = torch.zeros((), device=dev), 0
     fast = fast_enabled(dev)
@@ -275,7 +322,7 @@ def train_epoch(model:nn.Module, batches, loss_fn,  # `loss_fn(batch) -> scalar 
     mean = total/max(n, 1)
     return mean.item() if sync else mean
 
-def ce_loss(model):
+def ce_loss(model): # the network whose logits model(x) are scored against y
     "`loss_fn` for plain cross-entropy training of `model` on `(x, y)` batches (graph-safe)"
     return graphable(lambda b: F.cross_entropy(model(b[0]), b[1]), key=('ce', model))
 
@@ -284,16 +331,18 @@ def ce_loss(model):
 class Recipe:
     "How $f_{orig}$ and $f_{gold}$ are trained"
     epochs: int = 150          # maximum number of epochs
-    batch_size: int = 512
-    lr: float = 0.1
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
+    batch_size: int = 512      # training images per step
+    lr: float = 0.1            # peak SGD learning rate, reached after the warm-up
+    momentum: float = 0.9      # SGD momentum
+    weight_decay: float = 5e-4 # SGD weight decay (L2)
     warmup: int = 5            # epochs of linear warm-up before the cosine decay
     patience: int = 20         # early stopping on validation loss; None trains all epochs
 
 RECIPES = {'resnet': Recipe(), 'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=1, patience=5)}
 
-def warmup_cosine(opt, steps_per_epoch:int, recipe:Recipe):
+def warmup_cosine(opt,                 # its learning rates are scaled by the schedule's factor
+                  steps_per_epoch:int, # batches per epoch (the schedule steps per batch)
+                  recipe:Recipe):      # gives the epochs and warm-up epochs
     "Per-step schedule: linear warm-up over `recipe.warmup` epochs, then cosine decay to 0"
     warm, total = recipe.warmup*steps_per_epoch, recipe.epochs*steps_per_epoch
     def f(step):
@@ -302,9 +351,13 @@ def warmup_cosine(opt, steps_per_epoch:int, recipe:Recipe):
     return torch.optim.lr_scheduler.LambdaLR(opt, f)
 
 # %% ../nbs/03_training.ipynb #d11564b7
-def fit(model:nn.Module, train, recipe:Recipe, # `train`: the split to train on
-        val=None,           # validation split for early stopping (and the history)
-        seed:int=0, progress:bool=True) -> dict:
+def fit(model:nn.Module,     # trained in place; on return, its best-validation weights when early stopping ran
+        train,               # the split to train on (augmented, shuffled)
+        recipe:Recipe,       # epochs, batch size, SGD settings, warm-up, patience
+        val=None,            # validation split: early stopping, val_loss and val_acc (unused if patience is None)
+        seed:int=0,          # seeds the generators and the loader's shuffling
+        progress:bool=True,  # show a tqdm bar over epochs
+        ) -> dict:           # history (one dict per epoch) and time_min
     "Train `model` in place with `recipe`; returns the per-epoch history and the time in minutes"
     set_seed(seed); train = as_split(train)
     loader = train.loader(recipe.batch_size, train=True, seed=seed)
@@ -326,18 +379,22 @@ def fit(model:nn.Module, train, recipe:Recipe, # `train`: the split to train on
     return dict(history=hist, time_min=t.minutes)
 
 # %% ../nbs/03_training.ipynb #a236e80e
-def cache_key(**spec) -> str:
+def cache_key(**spec, # whatever determines the cached object; keys in any order, non-JSON values as str
+              ) -> str: # 16 hex digits of its SHA-1
     "Short stable hash of a JSON-able spec"
     return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-def save_checkpoint(path, model:nn.Module, meta:dict):
+def save_checkpoint(path,            # file to write (its folder is created); a .tmp file is renamed onto it
+                    model:nn.Module, # its state_dict is saved on the CPU
+                    meta:dict):      # anything torch.load(weights_only=True) can read back: plain types
     "Write `model`'s weights and `meta` atomically to `path`"
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix('.tmp')
     torch.save(dict(state_dict={k: v.cpu() for k, v in model.state_dict().items()}, meta=meta), tmp)
     os.replace(tmp, path)
 
-def load_checkpoint(path) -> dict:
+def load_checkpoint(path, # a file written by save_checkpoint
+                    ) -> dict: # with keys state_dict and meta
     "Read a checkpoint written by `save_checkpoint`, refusing a corrupt one with a clear message"
     try:
         ck = torch.load(path, map_location='cpu', weights_only=True)
@@ -347,8 +404,16 @@ def load_checkpoint(path) -> dict:
         raise RuntimeError(f"corrupt checkpoint {path} ({type(e).__name__}: {e}); delete it to retrain that model") from e
 
 # %% ../nbs/03_training.ipynb #9e9773af
-def train_cached(path, make_model, # `make_model()` builds the untrained network
-                 train, recipe:Recipe, val=None, seed:int=0, device='cpu', progress:bool=True, meta:dict=None):
+def train_cached(path,                # the checkpoint: loaded when it exists, written after training otherwise
+                 make_model,          # make_model() builds the untrained network
+                 train,               # the split to train on, when not cached
+                 recipe:Recipe,       # passed on to fit
+                 val=None,            # validation split for early stopping
+                 seed:int=0,          # seeds the initialisation and fit
+                 device='cpu',        # where the returned model lives
+                 progress:bool=True,  # show fit's progress bar
+                 meta:dict=None,      # extra entries saved with the checkpoint (with fit's history and time_min)
+                 ) -> tuple:          # (model, meta); a cached model's meta is the one saved with it
     "Load the model cached at `path`, or train it with `fit` and cache it; returns `(model, meta)`"
     path = Path(path); model = make_model()
     if path.exists():

@@ -19,7 +19,9 @@ from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, stu
 __all__ = ['input_range', 'error_maximizing_noise', 'impair_epoch', 'per_class_subset', 'UNSIRConfig', 'unsir']
 
 # %% ../nbs/16_unsir.ipynb #93afc86f
-def input_range(split, batch_size:int=1024) -> tuple:
+def input_range(split,              # the images whose valid range is wanted; its mean/std if it has them
+                batch_size:int=1024, # images per batch when the range must be scanned from the data
+               ) -> tuple:           # (lo, hi): per-channel bounds, each 1 x C x 1 x 1, on the CPU
     "Per-channel bounds `(lo, hi)`, each 1 x C x 1 x 1, of the model inputs `split` yields"
     if getattr(split, 'mean', None) is not None and getattr(split, 'std', None) is not None:
         mean, std = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in (split.mean, split.std))
@@ -32,9 +34,13 @@ def input_range(split, batch_size:int=1024) -> tuple:
     return lo, hi
 
 # %% ../nbs/16_unsir.ipynb #95e515cb
-def error_maximizing_noise(model:nn.Module, x_forget:torch.Tensor, # a forget batch, on the model's device
-                           lo:torch.Tensor, hi:torch.Tensor, # per-channel valid input range (`input_range`)
-                           steps:int=5, lr:float=0.01) -> tuple: # Adam steps and learning rate on the noise
+def error_maximizing_noise(model:nn.Module,      # the model being unlearned; evaluated in eval mode, mode restored
+                           x_forget:torch.Tensor, # a forget batch $x_f$, on the model's device
+                           lo:torch.Tensor,       # per-channel lower bound of valid inputs (from input_range)
+                           hi:torch.Tensor,       # per-channel upper bound of valid inputs (from input_range)
+                           steps:int=5,           # Adam steps on the noise
+                           lr:float=0.01,         # Adam's learning rate on the noise
+                          ) -> tuple:             # (noise shaped like x_forget, Adam steps actually taken)
     "Noise shaped like `x_forget` after `steps` Adam steps on $-\\mathrm{MSE}(f(noise), f(x_f))$, clamped to `[lo, hi]`; returns `(noise, steps_taken)`"
     dev, was_training = x_forget.device, model.training
     model.eval()
@@ -50,10 +56,16 @@ def error_maximizing_noise(model:nn.Module, x_forget:torch.Tensor, # a forget ba
     return torch.maximum(torch.minimum(noise.detach(), hi.to(dev)), lo.to(dev)), taken
 
 # %% ../nbs/16_unsir.ipynb #72889b45
-def impair_epoch(model:nn.Module, retain_batches, forget_batches, # loaders of `(x, y)` batches, zipped into pairs
-                 opt:torch.optim.Optimizer, lo:torch.Tensor, hi:torch.Tensor, # valid input range of the noise
-                 noise_steps:int=5, noise_lr:float=0.01,
-                 noise_fn=error_maximizing_noise) -> dict: # `noise_fn(model, x_f, lo, hi, steps, lr) -> (noise, steps_taken)`
+def impair_epoch(model:nn.Module,             # the model being unlearned; trained in place, train mode
+                 retain_batches,              # loader of (x, y) batches of $D_r$; their labels go to the noise
+                 forget_batches,              # loader of (x, y) batches of $D_f$, zipped with the retain ones
+                 opt:torch.optim.Optimizer,   # optimiser over the model's parameters
+                 lo:torch.Tensor,             # per-channel lower bound of the noise (from input_range)
+                 hi:torch.Tensor,             # per-channel upper bound of the noise (from input_range)
+                 noise_steps:int=5,           # Adam steps on each noise batch
+                 noise_lr:float=0.01,         # Adam's learning rate on the noise
+                 noise_fn=error_maximizing_noise, # noise_fn(model, x_f, lo, hi, steps, lr) -> (noise, steps_taken)
+                ) -> dict:                    # loss: mean impair loss; noise_steps: steps taken for each pair
     "One impair pass: per pair, error-maximising noise, then one step on $CE(f(noise), y_r) + CE(f(x_r), y_r)$; returns the mean loss and the noise steps of each pair"
     dev = model_device(model); total, steps = torch.zeros((), device=dev), []
     for (xr, yr, *_), (xf, *_) in zip(retain_batches, forget_batches):
@@ -68,8 +80,10 @@ def impair_epoch(model:nn.Module, retain_batches, forget_batches, # loaders of `
     return dict(loss=(total/max(len(steps), 1)).item(), noise_steps=steps)
 
 # %% ../nbs/16_unsir.ipynb #56800995
-def per_class_subset(split, cap:int, # most samples kept per class
-                     seed:int=0):
+def per_class_subset(split,     # the set to sample from, usually $D_r$
+                     cap:int,   # most samples kept per class
+                     seed:int=0, # seed of the random choice within each class
+                    ):
     "A seeded sample of at most `cap` samples of each class of `split`; `split` itself when no class has more"
     y = split.labels.cpu().numpy()
     if np.bincount(y).max() <= cap: return split
@@ -84,18 +98,22 @@ class UNSIRConfig(MethodConfig):
     "UNSIR (Choi and Na's instance-wise adaptation): SGD, lr 1e-3, no momentum, weight decay 0 (Table tab:hyperparams)"
     epochs: int = 2            # impair epochs
     repair_epochs: int = 1     # finetuning passes over the retain sample after the impair epochs
-    batch_size: int = 128
-    optimizer: str = 'sgd'
-    lr: float = 1e-3
-    momentum: float = 0.
-    weight_decay: float = 0.
+    batch_size: int = 128      # retain and forget batch size, paired (32 for ViT; Choi and Na: 64)
+    optimizer: str = 'sgd'     # plain SGD, one optimiser for impair and repair
+    lr: float = 1e-3           # learning rate of the model (not of the noise)
+    momentum: float = 0.       # 0: plain SGD, as Choi and Na (the LoTUS authors' code used 0.9)
+    weight_decay: float = 0.   # 0, as Table tab:hyperparams gives
     noise_steps: int = 5       # Adam steps on each noise batch
     noise_lr: float = 0.01     # Adam's learning rate on the noise
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}
 
 @register_method('unsir', UNSIRConfig, display='UNSIR')
-def unsir(original:nn.Module, task:UnlearnTask, cfg:UNSIRConfig, progress:bool=True) -> Unlearned:
+def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
+          task:UnlearnTask,     # forget and retain sets; task.seed seeds the retain sample and loaders
+          cfg:UNSIRConfig,      # hyperparameters
+          progress:bool=True,   # show a progress bar over the impair epochs
+         ) -> Unlearned:        # the trained copy, eval mode; record: impair and repair losses, noise steps
     "UNSIR: `cfg.epochs` impair epochs on error-maximising noise and retain batches, then `cfg.repair_epochs` of finetuning"
     student = student_of(original)
     cap = cfg.retain_per_class or (100 if num_classes_of(original, task) >= 100 else 1000)

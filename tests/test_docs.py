@@ -2,7 +2,8 @@
 by nbconvert) and a headless Chromium checks what a reader sees: the title, equations typeset by MathJax, figures
 loaded, links that resolve, no cell that raised. Also: the checker itself catches each of those faults, every
 exported function and class has a docstring and a `show_doc` entry on its page, and the Quarto sidebar lists every
-notebook. Screenshots of the checked pages go to docs/screenshots/."""
+notebook. Screenshots of the checked pages go to a temporary folder (LOTUS_SCREENSHOTS=docs/screenshots refreshes the
+committed ones)."""
 import importlib, inspect, json, pkgutil, re, sys
 from pathlib import Path
 import pytest
@@ -12,7 +13,6 @@ sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
 
 PAGES = ['index', '00_theory', '05_lotus', '06_metrics']   # 00_theory: the figures (tau curve, histogram)
-SHOTS = ROOT/'docs'/'screenshots'
 no_chromium = pytest.mark.skipif(not Path(bd.CHROMIUM).exists(),
     reason=f"no Chromium at {bd.CHROMIUM} (Debian: apt-get install chromium, as tools/setup.sh does as root; or set CHROMIUM)")
 
@@ -114,9 +114,11 @@ def site(tmp_path_factory):
     return out, man
 
 @no_chromium
-def test_pages_in_chromium(site):
+def test_pages_in_chromium(site, tmp_path):
     "Each page shows its title, typeset equations, loaded figures, working links, no cell that raised; screenshots saved"
+    import os
     out, man = site
+    SHOTS = ROOT/os.environ['LOTUS_SCREENSHOTS'] if os.environ.get('LOTUS_SCREENSHOTS') else tmp_path
     for name in map(bd.page_name, PAGES):
         info = man['built'][name]
         assert not info.get('failed'), info.get('failed')
@@ -172,6 +174,36 @@ def test_own_doc_can_fail():
     class Bare: x: int = 0
     def f(): pass
     assert own_doc('Bare', Bare) == '' and own_doc('f', f) == ''
+
+def docment_faults(obj) -> list[str]:
+    """Parameters of `obj` (a function; a class's constructor or dataclass fields) with no docment, and docments
+    holding a backtick (nbdev links a backticked name even inside the signature's code block, where it shows raw)"""
+    from fastcore.docments import docments
+    out = []
+    for p, v in docments(obj, full=True, args_kwargs=True).items():
+        if p in ('self', 'cls'): continue
+        doc = v.get('docment') or ''
+        if p != 'return' and not doc: out.append(f'{p}: no docment')
+        if '`' in doc: out.append(f'{p}: backtick in {doc!r}')
+    return out
+
+def test_exports_have_docments():
+    "Every parameter of every exported function and class has a docment (show_doc's table), written without backticks"
+    faults = {f'{m}.{n}': f for m, n, o in _exported() if (f := docment_faults(o))}
+    assert faults == {}, f"{sum(map(len, faults.values()))} faults: {faults}"
+
+def test_docment_check_can_fail():
+    from dataclasses import dataclass
+    def f(a:int,     # what a is
+          b=1,
+          c=2,       # see `f`
+         ): pass
+    @dataclass
+    class C:
+        x: int = 0   # documented
+        y: int = 1
+    assert docment_faults(f) == ['b: no docment', "c: backtick in 'see `f`'"]
+    assert docment_faults(C) == ['y: no docment']
 
 def test_sidebar_lists_every_notebook():
     "nbs/sidebar.yml (used: custom_sidebar = True) names every notebook of the site once, and nothing that is not a page"
