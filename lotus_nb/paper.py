@@ -109,6 +109,8 @@ def left_out(table:str, # a paper label in PAPER_BENCHMARKS, e.g. 'tab:avg_gap'
              scale:str  # 'embedded' or 'paper' (nothing is left out at paper scale)
             ) -> list:
     "The paper benchmarks of `table` without a stand-in at `scale`"
+    from lotus_nb.data import check_choice
+    check_choice(table, PAPER_BENCHMARKS, 'table')
     return [pb for pb in PAPER_BENCHMARKS[table] if plan_benchmark(pb, scale) is None]
 
 def unique_specs(planned # Planned benchmarks, e.g. several plan_table results concatenated

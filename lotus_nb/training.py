@@ -415,9 +415,9 @@ def train_cached(path,                # the checkpoint: loaded when it exists, w
                  meta:dict=None,      # extra entries saved with the checkpoint (with fit's history and time_min)
                  ) -> tuple:          # (model, meta); a cached model's meta is the one saved with it
     "Load the model cached at `path`, or train it with `fit` and cache it; returns `(model, meta)`"
-    path = Path(path); model = make_model()
+    path = Path(path)
     if path.exists():
-        ck = load_checkpoint(path)
+        ck, model = load_checkpoint(path), make_model()
         model.load_state_dict(ck['state_dict']); return to_device(model, device), ck['meta']
     set_seed(seed); model = to_device(make_model(), device)
     res = fit(model, train, recipe, val=val, seed=seed, progress=progress)
