@@ -59,11 +59,8 @@ def bad_teacher_batches(task:UnlearnTask,   # its forget set and its seeded 30% 
 @dataclass
 class BadTeacherConfig(MethodConfig):
     "Bad Teacher: Adam, lr 1e-4, no weight decay (Table tab:hyperparams); temperature T = 1 (the authors')"
-    epochs: int = 10           # passes over D_f and the retain subset (LoTUS's; ViT: 3)
-    batch_size: int = 128      # images per step, forget and retain mixed (LoTUS's; ViT: 32)
     optimizer: str = 'adam'    # Adam, as in Table tab:hyperparams
     lr: float = 1e-4           # learning rate
-    momentum: float = 0.9      # SGD only: unused with Adam
     weight_decay: float = 0.   # no L2 penalty
     T: float = 1.          # distillation temperature of both teachers and the student
 

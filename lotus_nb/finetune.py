@@ -17,8 +17,6 @@ __all__ = ['FinetuneConfig', 'finetune']
 @dataclass
 class FinetuneConfig(MethodConfig):
     "Finetuning: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
-    epochs: int = 10           # passes over the retain set (LoTUS's; ViT: 3)
-    batch_size: int = 128      # retain images per step (LoTUS's; ViT: 32)
     optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
     lr: float = 1e-3           # learning rate
     momentum: float = 0.9      # SGD momentum

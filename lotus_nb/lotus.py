@@ -67,11 +67,8 @@ def legacy_stop_reached(acc_forget:float, # student accuracy on the forget set
 @dataclass
 class LotusConfig(MethodConfig):
     "LoTUS's hyperparameters (paper, section 4)"
-    epochs: int = 10                # passes over D_f and the retain subset (ViT: 3)
-    batch_size: int = 128           # images per step, forget and retain mixed (ViT: 32)
     optimizer: str = 'adamw'        # AdamW, as in the paper
     lr: float = 1e-4                # ResNet18's; ViT's is 1e-6 (arch_defaults)
-    momentum: float = 0.9           # SGD only: unused with AdamW
     weight_decay: float = 5e-4      # AdamW's decoupled weight decay
     alpha: float = 2.               # scale of the accuracy difference in tau_d, Eq. (11)
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)

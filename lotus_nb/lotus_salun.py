@@ -17,16 +17,6 @@ __all__ = ['LotusSalunConfig', 'lotus_salun']
 @dataclass
 class LotusSalunConfig(LotusConfig):
     "LoTUS's hyperparameters (AdamW, lr 1e-4, weight decay 5e-4, `alpha` 2) plus SalUn's mask fraction"
-    epochs: int = 10                # passes over D_f and the retain subset (ViT: 3)
-    batch_size: int = 128           # images per step; also per pass of the saliency mask (ViT: 32)
-    optimizer: str = 'adamw'        # AdamW, as in LoTUS
-    lr: float = 1e-4                # ResNet18's; ViT's is 1e-6 (arch_defaults)
-    momentum: float = 0.9           # SGD only: unused with AdamW
-    weight_decay: float = 5e-4      # AdamW's decoupled weight decay
-    alpha: float = 2.               # scale of the accuracy difference in tau_d, Eq. (11)
-    gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
-    class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
-    legacy_stop: bool = False       # the public code's rounding and early stop
     mask_fraction: float = 0.5      # k of saliency_mask: fraction of weights left trainable; the LoTUS authors used 0.1
 
 @register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn')

@@ -29,8 +29,6 @@ def neggrad_loss(model:nn.Module,    # the student being unlearned (its device r
 @dataclass
 class NegGradConfig(MethodConfig):
     "NegGrad+: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); `beta` = 0.95"
-    epochs: int = 10           # passes over the retain set (LoTUS's; ViT: 3)
-    batch_size: int = 128      # retain images per step, and forget images per step (LoTUS's; ViT: 32)
     optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
     lr: float = 1e-3           # learning rate
     momentum: float = 0.9      # SGD momentum

@@ -38,8 +38,6 @@ def random_label_loss(model:nn.Module,   # the student being unlearned
 @dataclass
 class RandomLabelConfig(MethodConfig):
     "Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
-    epochs: int = 10           # passes over D_f and D_r together (LoTUS's; ViT: 3)
-    batch_size: int = 128      # images per step, forget and retain mixed (LoTUS's; ViT: 32)
     optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
     lr: float = 1e-3           # learning rate
     momentum: float = 0.9      # SGD momentum

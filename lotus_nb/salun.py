@@ -52,12 +52,7 @@ def with_saliency(method,              # unlearning function f(original, task, c
 @dataclass
 class SalunConfig(RandomLabelConfig):
     "SalUn: SGD, lr 0.1, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); the top `mask_fraction` of weights trainable"
-    epochs: int = 10             # Random Labeling epochs over $D_f \cup D_r$ (3 for ViT)
-    batch_size: int = 128        # for the saliency pass and the training (32 for ViT)
-    optimizer: str = 'sgd'       # SGD, as Table tab:hyperparams gives
     lr: float = 0.1              # learning rate of the masked training
-    momentum: float = 0.9        # SGD momentum
-    weight_decay: float = 5e-4   # L2 penalty of the optimiser
     mask_fraction: float = 0.5   # k; the LoTUS authors used 0.1
     # lr per architecture: the table's 0.1 is a ResNet18 setting, and no SalUn value for ViT is published
     arch_defaults: ClassVar[dict] = {'resnet': dict(lr=0.1), 'vit': dict(epochs=3, batch_size=32, lr=0.1)}

@@ -68,11 +68,8 @@ def min_pass(student:nn.Module,            # the model being unlearned; trained 
 @dataclass
 class ScrubConfig(MethodConfig):
     "SCRUB: Adam, lr 5e-4, weight decay 5e-4 (Table tab:hyperparams); the authors' instance-wise privacy setting otherwise"
-    epochs: int = 10               # LoTUS's budget (3 for ViT): each a min pass, the first msteps also a max pass
-    batch_size: int = 128          # for both the forget and the retain batches (the authors: 16 and 32)
     optimizer: str = 'adam'        # Adam, shared by the max and min passes
     lr: float = 5e-4               # initial learning rate, decayed at the scaled milestones
-    momentum: float = 0.9          # unused by Adam
     weight_decay: float = 5e-4     # Adam's L2 penalty
     T: float = 4.                  # distillation temperature (the authors' kd_T)
     alpha: float = 0.5             # weight of the KL to the teacher in the min pass

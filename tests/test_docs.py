@@ -178,11 +178,15 @@ def test_own_doc_can_fail():
 def docment_faults(obj) -> list[str]:
     """Parameters of `obj` (a function; a class's constructor or dataclass fields) with no docment, and docments
     holding a backtick (nbdev links a backticked name even inside the signature's code block, where it shows raw)"""
+    import dataclasses
     from fastcore.docments import docments
     out = []
+    # a dataclass field is documented where it is declared: fastcore reads only a class's own source, so an inherited
+    # field's docment is its base class's (shown on that class's page)
+    bases = [b for b in getattr(obj, '__mro__', ())[1:] if dataclasses.is_dataclass(b)]
     for p, v in docments(obj, full=True, args_kwargs=True).items():
         if p in ('self', 'cls'): continue
-        doc = v.get('docment') or ''
+        doc = v.get('docment') or next((d for b in bases if (d := docments(b, full=True).get(p, {}).get('docment'))), '')
         if p != 'return' and not doc: out.append(f'{p}: no docment')
         if '`' in doc: out.append(f'{p}: backtick in {doc!r}')
     return out
@@ -204,6 +208,10 @@ def test_docment_check_can_fail():
         y: int = 1
     assert docment_faults(f) == ['b: no docment', "c: backtick in 'see `f`'"]
     assert docment_faults(C) == ['y: no docment']
+    @dataclass
+    class D(C):
+        z: int = 2   # documented here; x is documented in C, y nowhere
+    assert docment_faults(D) == ['y: no docment']
 
 def test_sidebar_lists_every_notebook():
     "nbs/sidebar.yml (used: custom_sidebar = True) names every notebook of the site once, and nothing that is not a page"
