@@ -37,7 +37,7 @@ def evaluate_vs_forward(dataset='fashionmnist', repeats=3):
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0), dev)
     m = to_device(create_model('resnet18_small', d.num_classes, d.in_chans, d.img_size), dev)
     ref = reference_outputs(ts['forget'], ts['unseen'], m, m, reinit_copy(m))
-    splits = [ts[k] for k in ('forget', 'retain', 'test', 'val')]
+    splits = [ts[k] for k in ('forget', 'retain', 'test', 'unseen')]
     def fwd(): [predict(m, s) for s in splits]
     def ev(): evaluate(m, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=ref)
     out = {}

@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cuda --json gpu_speed.json   # paper shape, one GPU, about 4-5 minutes
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --small                  # the same table with small models, about a minute
+    PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --small --methods all    # every graph-safe method (GRAPHED), about 20 s (CI's smoke run)
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --small --papermill      # and papermill -p dataset digits, fast path off and on
 
 The data are synthetic, of CIFAR-100's shape (50,000 training and 10,000 held-out 3x32x32 images, 100 classes, 10% forget; ViT-B/16
@@ -128,10 +129,19 @@ def flops_per_sample(kind, model, shape:Shape, dev, size=None, batch=2) -> float
 
 # ---- methods, evaluation, Gold -------------------------------------------------------------------------------------
 
+# the methods trained by `train_epoch` with graph-safe steps, and the training samples one epoch of each processes
+GRAPHED = ('finetune', 'lotus', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'salun')
+
+def samples_per_epoch(name, task) -> int:
+    "Training samples (forward and backward) in one epoch of method `name` on `task`"
+    f, r = len(task.forget), len(task.retain)
+    return dict(lotus=f + len(task.retain_subset()), bad_teacher=f + len(task.retain_subset()), neggrad_plus=2*r,  # a forget batch per retain batch
+                random_label=f + r, salun=f + r, scrub=f + r).get(name, r)                   # SCRUB: a max pass (D_f), a min pass (D_r)
+
 def run_method(name, f_orig, task, arch, mode, graphs='auto', **overrides) -> dict:
     "One `unlearn` call with the fast path `mode`: its time and the steps each path ran"
     FAST_STATS.clear(); cpu0 = time.process_time()
-    with fast_path(mode, graphs=graphs):
+    with fast_path(mode, graphs=graphs, **(dict(warmup=1) if graphs == 'emulate' else {})):   # emulated: replays from the 2nd full batch
         r = unlearn(name, f_orig, task, arch=arch, progress=False, **overrides)
     cpu = time.process_time() - cpu0
     st = dict(FAST_STATS)
@@ -144,7 +154,7 @@ def evaluate_vs_forward(model, ts, mode, repeats=3, with_evaluate=True) -> dict:
     dev = model_device(model)
     import sklearn.linear_model, sklearn.model_selection, sklearn.svm  # noqa: F401  (imported before the clock starts)
     with fast_path(mode):
-        splits = [ts[k] for k in ('forget', 'retain', 'test', 'val')]
+        splits = [ts[k] for k in ('forget', 'retain', 'test', 'unseen')]
         fwd = lambda: [predict(model, s) for s in splits]
         fwd(); sync(dev); t0 = time.perf_counter()
         for _ in range(repeats): fwd()
@@ -169,7 +179,7 @@ def gold_time(model, ts, arch, mode, frac=1.0, seed=0) -> dict:
                 samples_s=len(ts['retain'])/epoch)
 
 def agreement_checks(dev) -> list:
-    "Fast vs plain on `dev` from the same seed (Finetuning, LoTUS), and on CUDA graph replays vs the same steps run eagerly"
+    "Fast vs plain on `dev` from the same seed (every method in `GRAPHED`), and on CUDA LoTUS's graph replays vs the same steps run eagerly"
     shape = SMALL if dev.type != 'cuda' else Shape(2_400, 600, 10, 32)
     ts, m = synthetic_splits(shape, dev), make_model('resnet18_small', shape, dev)
     flat = lambda mod: torch.cat([v.detach().float().flatten() for v in mod.state_dict().values()])
@@ -181,9 +191,10 @@ def agreement_checks(dev) -> list:
     graphs, out = (True if dev.type == 'cuda' else 'emulate'), []
     def check(what, a, b, limit, st):
         rel = ((flat(a) - flat(b)).norm()/(flat(b) - flat(m)).norm()).item()
-        ok = rel < limit and st.get('graph_steps', 0) > 0 and not st.get('capture_failures') and (dev.type != 'cuda' or st.get('captures') == 1)
+        want = 2 if what.startswith('scrub') else 1                  # SCRUB: a graph for its max pass and one for its min pass
+        ok = rel < limit and st.get('graph_steps', 0) > 0 and not st.get('capture_failures') and (dev.type != 'cuda' or st.get('captures') == want)
         out.append(dict(check=what, rel_diff=rel, limit=limit, ok=ok, captures=st.get('captures', 0), graph_steps=st.get('graph_steps', 0)))
-    for name in ('finetune', 'lotus'):
+    for name in GRAPHED:
         (p, _), (f, st) = run(name, False, 'auto'), run(name, True, graphs)
         check(f'{name}: fast vs plain (|w_fast - w_plain| / |w_plain - w_0|)', f, p, 0.05 if dev.type == 'cuda' else 1e-3, st)
     if dev.type == 'cuda':
@@ -198,7 +209,7 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
     ts = synthetic_splits(shape, dev, size=size)
     f_orig = make_model(name, shape, dev)
     task = lambda: UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=0, num_classes=shape.classes)
-    methods = [m for m in args.methods if not (m == 'finetune' and arch == 'vit' and not args.vit_finetune)]
+    methods = [m for m in args.methods if not (m != 'lotus' and arch == 'vit' and not args.vit_finetune)]
     # on the CPU, also the fast path with emulated graphs (the graph bookkeeping, replays run eagerly), on the first model
     paths = [('plain', False, 'auto'), ('fast', True, 'auto')] + ([('fast-emulated', True, 'emulate')] if dev.type != 'cuda' and first else [])
     rows, ceil, flops = [], {}, {}
@@ -211,7 +222,7 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
             flops[kind] = flops_per_sample(kind, f_orig, shape, dev, size)
         over = dict(epochs=args.lotus_epochs) if m == 'lotus' and args.lotus_epochs else {} if m == 'lotus' else dict(epochs=args.ft_epochs)
         t0 = task()
-        per_epoch = (len(ts['forget']) + len(t0.retain_subset())) if m == 'lotus' else len(ts['retain'])
+        per_epoch = samples_per_epoch(m, t0)
         for path, mode, graphs in paths:
             r = run_method(m, f_orig, task(), arch, mode, graphs, **over)
             n = r['epochs_run']*per_epoch; sps = n/r['time_s']
@@ -230,7 +241,7 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
             e = evaluate_vs_forward(f_orig, ts, mode, repeats=3, with_evaluate=path in args.eval_paths)
             print(f"  {name} evaluate vs forward {path}: {e['evaluate']:.3f} s vs {e['forward']:.3f} s", flush=True)
             ev.append(dict(model=name, path=path, evaluate_s=e['evaluate'], forward_s=e['forward'], ratio=e['evaluate']/e['forward'],
-                           images=sum(len(ts[k]) for k in ('forget', 'retain', 'test', 'val'))))
+                           images=sum(len(ts[k]) for k in ('forget', 'retain', 'test', 'unseen'))))
     gold = []
     frac = args.gold_frac if args.gold_frac is not None else (0.05 if (arch == 'vit' and dev.type == 'cuda') else 1.0)
     for path, mode in (('plain', False), ('fast', True)):
@@ -257,10 +268,10 @@ def main(argv=None):
     ap.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     ap.add_argument('--small', action='store_true', help='small models and data (resnet18_small, vit_small; 600 images of 8 px)')
     ap.add_argument('--models', default=None, help="comma-separated; default resnet18,vit_b_16 (with --small: resnet18_small,vit_small)")
-    ap.add_argument('--methods', default='lotus,finetune')
-    ap.add_argument('--ft-epochs', type=int, default=None, help='epochs of Finetuning (default 2; 1 with --small)')
+    ap.add_argument('--methods', default='lotus,finetune', help=f"comma-separated, or all: {','.join(GRAPHED)}")
+    ap.add_argument('--ft-epochs', type=int, default=None, help='epochs of the methods other than LoTUS (default 2; 1 with --small)')
     ap.add_argument('--lotus-epochs', type=int, default=None, help="epochs of LoTUS (default: the paper's; 2 with --small)")
-    ap.add_argument('--vit-finetune', action='store_true', help='also Finetuning on ViT (long at paper shape)')
+    ap.add_argument('--vit-finetune', action='store_true', help='also the methods other than LoTUS on ViT (long at paper shape)')
     ap.add_argument('--vit-eval', action='store_true', help='also evaluate vs forward on ViT (long at paper shape)')
     ap.add_argument('--eval-paths', default=None, help="paths that time `evaluate` (default: plain,fast on the CPU, fast on CUDA)")
     ap.add_argument('--gold-frac', type=float, default=None, help='fraction of D_r that times a Gold epoch (default: 1; ViT on CUDA 0.05)')
@@ -274,7 +285,7 @@ def main(argv=None):
     if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     shape = SMALL if args.small else PAPER
     args.models = (args.models or ('resnet18_small,vit_small' if args.small else 'resnet18,vit_b_16')).split(',')
-    args.methods = args.methods.split(',')
+    args.methods = list(GRAPHED) if args.methods == 'all' else args.methods.split(',')
     if args.ft_epochs is None: args.ft_epochs = 1 if args.small else 2
     args.eval_paths = (args.eval_paths or ('fast' if dev.type == 'cuda' else 'plain,fast')).split(',')
     if args.lotus_epochs is None and args.small: args.lotus_epochs = 2

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .models import reinit_copy
-from .training import train_epoch
+from .training import train_epoch, graphable
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, frozen,
                               make_optimizer, with_tags, kl_to_targets)
 
@@ -78,5 +78,6 @@ def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the stude
         x, _, tag = b
         with torch.no_grad(): good_logits, bad_logits = good(x), bad(x)
         return bad_teacher_loss(student(x), good_logits, bad_logits, tag, cfg.T)
+    graphable(loss_fn)              # device work only: the fast path may replay the step from a CUDA graph
     losses = [train_epoch(student, batches, loss_fn, opt) for _ in tqdm(range(cfg.epochs), disable=not progress, desc='BadT')]
     return Unlearned(student.eval(), dict(train_loss=losses))

@@ -130,16 +130,19 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              device:str='auto',      # 'auto', 'cpu' or 'cuda'
              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
              progress:bool=True,     # progress bars (local executor only)
-             skip_missing:bool=False # True: benchmarks whose data is absent come back with missing set
+             skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
+             num_cpus:int=1,         # Ray only: CPUs per task where the cluster has no GPU
             ) -> dict:
     "Run every row of the grid not yet in `out_dir/results.csv`; returns `{benchmark name: Benchmark}`"
     if executor not in EXECUTORS: raise ValueError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
+    if not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1:
+        raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
     if executor == 'ray': optional_import('ray', 'ray')
     else: get_device(device)
     preps, methods, units, missing = plan_grid(specs, seeds, methods, out_dir, cache_dir, skip_missing)
     log.info(f"grid: {len(preps)} benchmark(s), {len(units)} unit(s) to run, {sum(n for *_, n in units)} row(s)")
     if units:
-        kw = dict(ray_address=ray_address) if executor == 'ray' else dict(progress=progress)
+        kw = dict(ray_address=ray_address, num_cpus=num_cpus) if executor == 'ray' else dict(progress=progress)
         EXECUTORS[executor](preps, methods, units, out_dir, device, cache_dir, **kw)
     return {**{p.name: report(out_dir, p, methods) for p in preps},
             **{name: Benchmark(pd.DataFrame(), name=name, missing=why, spec=s) for name, (s, why) in missing.items()}}

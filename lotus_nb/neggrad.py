@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import train_epoch, model_device
+from .training import train_epoch, model_device, graphable
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer, cycle)
 
 # %% auto #0
@@ -20,10 +20,12 @@ def neggrad_loss(model:nn.Module,    # the student being unlearned (its device r
                 ):
     "`loss_fn` for `train_epoch` on retain batches: `beta*CE(retain) - (1-beta)*CE(forget)` on the next forget batch"
     dev = model_device(model)
+    def next_forget(b=None): return [t.to(dev, non_blocking=True) for t in next(forget_batches)[:2]]
     def f(b):
-        xf, yf = (t.to(dev, non_blocking=True) for t in next(forget_batches)[:2])
-        return beta*F.cross_entropy(model(b[0]), b[1]) - (1-beta)*F.cross_entropy(model(xf), yf)
-    return f
+        x, y, *fb = b     # fb ends with the forget batch when `draws` took it (a step replayed from a CUDA graph)
+        xf, yf = fb[-2:] if len(fb) >= 2 else next_forget()
+        return beta*F.cross_entropy(model(x), y) - (1-beta)*F.cross_entropy(model(xf), yf)
+    return graphable(f, draws=next_forget)
 
 # %% ../nbs/11_neggrad.ipynb #c556115f
 @dataclass

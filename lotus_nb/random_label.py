@@ -7,22 +7,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import train_epoch
+from .training import train_epoch, graphable
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               with_tags, num_classes_of)
 
 # %% auto #0
-__all__ = ['wrong_labels', 'random_label_loss', 'RandomLabelConfig', 'random_label']
+__all__ = ['label_shifts', 'wrong_labels', 'random_label_loss', 'RandomLabelConfig', 'random_label']
 
 # %% ../nbs/12_random_label.ipynb #9b06de5c
+def label_shifts(y:torch.Tensor,    # true labels (their shape and device)
+                 num_classes:int,   # K
+                 generator:torch.Generator=None, # None: torch's global generator
+                ) -> torch.Tensor:  # integers in 1..K-1, on y's device
+    "A shift drawn uniformly from 1, ..., K-1 for every entry of `y`: added to y modulo K, a wrong label"
+    if num_classes < 2: raise ValueError(f"random labels need at least 2 classes, got {num_classes}")
+    dev = generator.device if generator is not None else y.device
+    return torch.randint(1, num_classes, tuple(y.shape), generator=generator, device=dev).to(y.device)
+
 def wrong_labels(y:torch.Tensor,    # true labels
                  num_classes:int,   # K
                  generator:torch.Generator=None): # None: torch's global generator
     "A label drawn uniformly from the `num_classes - 1` classes other than `y`, for every entry of `y`"
-    if num_classes < 2: raise ValueError(f"random labels need at least 2 classes, got {num_classes}")
-    dev = generator.device if generator is not None else y.device
-    shift = torch.randint(1, num_classes, tuple(y.shape), generator=generator, device=dev).to(y.device)
-    return (y + shift) % num_classes
+    return (y + label_shifts(y, num_classes, generator)) % num_classes
 
 # %% ../nbs/12_random_label.ipynb #ca605ab0
 def random_label_loss(model:nn.Module,   # the student being unlearned
@@ -30,9 +36,10 @@ def random_label_loss(model:nn.Module,   # the student being unlearned
                      ):
     "`loss_fn` on `(x, y, is_forget)` batches: cross-entropy with every forget label replaced by `wrong_labels`"
     def f(b):
-        x, y, is_forget = b
-        return F.cross_entropy(model(x), torch.where(is_forget, wrong_labels(y, num_classes), y))
-    return f
+        x, y, is_forget, *shift = b   # shift: drawn by `draws` when the step is replayed from a CUDA graph
+        wrong = (y + shift[0]) % num_classes if shift else wrong_labels(y, num_classes)
+        return F.cross_entropy(model(x), torch.where(is_forget, wrong, y))
+    return graphable(f, draws=lambda b: [label_shifts(b[1], num_classes)])
 
 # %% ../nbs/12_random_label.ipynb #a84c4dc8
 @dataclass

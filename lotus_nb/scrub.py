@@ -8,7 +8,7 @@ import copy, math
 from dataclasses import dataclass
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import train_epoch, accuracy_of
+from .training import train_epoch, accuracy_of, graphable, set_lr
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, frozen,
                               make_optimizer, kl_to_targets)
 
@@ -46,6 +46,7 @@ def max_pass(student:nn.Module,            # the model being unlearned; trained 
     def loss_fn(b):
         with torch.no_grad(): t = teacher(b[0])
         return -scrub_kl(student(b[0]), t, T)
+    graphable(loss_fn, key=('scrub_max', student, teacher, T))   # the same step every pass: one CUDA graph on the fast path
     return -train_epoch(student, forget_batches, loss_fn, opt)
 
 def min_pass(student:nn.Module,            # the model being unlearned; trained in place, train mode
@@ -62,6 +63,7 @@ def min_pass(student:nn.Module,            # the model being unlearned; trained 
         with torch.no_grad(): t = teacher(x)
         s = student(x)
         return gamma*F.cross_entropy(s, y) + alpha*scrub_kl(s, t, T)
+    graphable(loss_fn, key=('scrub_min', student, teacher, T, alpha, gamma))
     return train_epoch(student, retain_batches, loss_fn, opt)
 
 # %% ../nbs/14_scrub.ipynb #248e1a19
@@ -95,7 +97,7 @@ def scrub(original:nn.Module,  # $f_{orig}$: the frozen teacher and the student'
     trace, kept = [], []
     for epoch in tqdm(range(1, cfg.epochs+1), disable=not progress, desc='SCRUB'):
         lr = scrub_lr(epoch, cfg.epochs, cfg.lr, cfg.milestones, cfg.milestone_budget, cfg.lr_decay)
-        for g in opt.param_groups: g['lr'] = lr
+        set_lr(opt, lr)
         row = dict(epoch=epoch, lr=lr, max_kl=max_pass(student, teacher, forget, opt, cfg.T) if epoch <= cfg.msteps else None)
         row['min_loss'] = min_pass(student, teacher, retain, opt, cfg.T, cfg.alpha, cfg.gamma)
         if cfg.rewind:

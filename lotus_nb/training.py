@@ -15,7 +15,7 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'get_device', 'set_seed', 'autocast', 'model_device',
-           'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'device_batches',
+           'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr', 'device_batches',
            'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable', 'StepGraph',
            'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'fit', 'cache_key', 'save_checkpoint',
            'load_checkpoint', 'train_cached']
@@ -119,7 +119,17 @@ def new_optimizer(kind:str, # 'sgd', 'adam' or 'adamw'
         if kind != 'sgd': kw['capturable'] = True
     return cls(params, lr=lr, **kw)
 
+def set_lr(opt:torch.optim.Optimizer, # its every param group gets the new rate
+           lr:float):                 # the learning rate
+    "Set the learning rate of every param group of `opt`; a tensor rate (the fast path on CUDA) is filled in place, so a captured step reads it"
+    for g in opt.param_groups:
+        if torch.is_tensor(g['lr']): g['lr'].fill_(lr)
+        else: g['lr'] = lr
+
 # %% ../nbs/03_training.ipynb #84eb4eb2
+def _pinned(t): # a host tensor is copied into page-locked memory (its copy to the GPU is then asynchronous); others pass through
+    return t.pin_memory() if t.device.type == 'cpu' and not t.is_pinned() else t
+
 def device_batches(batches, # iterable of batches, each a sequence of tensors (on the host or device)
                    device):  # where the batches go; on CUDA they are made on a side stream
     "`batches` moved to `device`; on CUDA each one is made on a side stream that the current stream then waits for"
@@ -132,7 +142,7 @@ def device_batches(batches, # iterable of batches, each a sequence of tensors (o
         with torch.cuda.stream(side):
             try: b = next(it)
             except StopIteration: return
-            b = [t.to(device, non_blocking=True) for t in b]
+            b = [_pinned(t).to(device, non_blocking=True) for t in b]
         main.wait_stream(side)
         for t in b: t.record_stream(main)   # the allocator must not reuse a batch's memory before the main stream is done with it
         yield b
@@ -243,6 +253,8 @@ class StepGraph:
             self.static = [t.clone() for t in inputs]
             if not self._capture(opt, device):   # run this step eagerly on the static inputs: its random draws are made
                 return train_step(self.model, self.static, self.loss_fn, opt, self.hook, device)
+        elif _sig(inputs) != _sig(self.static):  # draws of another shape: this step eagerly, on the draws already made
+            FAST_STATS['eager_steps'] += 1; return train_step(self.model, inputs, self.loss_fn, opt, self.hook, device)
         else:
             for s, t in zip(self.static, inputs): s.copy_(t, non_blocking=True)
         FAST_STATS['graph_steps'] += 1
