@@ -38,7 +38,10 @@ def run_worker(tree:Path, threads:int, epochs:int) -> dict:
     env = {**os.environ, 'PYTHONPATH': str(tree), 'OMP_NUM_THREADS': str(threads), 'LOTUS_FAST': 'auto'}
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, __file__, '--worker', f'{tmp}/w.json', '--epochs', str(epochs)], cwd=tree, env=env, check=True)
-        return json.loads(Path(f'{tmp}/w.json').read_text())
+        out = json.loads(Path(f'{tmp}/w.json').read_text())
+    if not Path(out['package']).resolve().is_relative_to(tree.resolve()):   # an installed copy must not shadow the tree's
+        raise RuntimeError(f"measured {out['package']}, not the lotus_nb of {tree}")
+    return out
 
 def papermill(tree:Path, threads:int, *params) -> float:
     "Wall-clock seconds of `papermill nbs/experiments.ipynb` in `tree` (its own notebook and package)"
@@ -100,5 +103,6 @@ def main(argv=None):
                 print(f"{name}: " + ', '.join(f"{k} {v/60:.2f} min" for k, v in secs.items()) + f", ratio {secs[a]/secs[b]:.3f}", flush=True)
         finally:
             subprocess.run(['git', 'worktree', 'remove', '--force', str(other)], cwd=ROOT, capture_output=True)
+            subprocess.run(['git', 'worktree', 'prune'], cwd=ROOT, capture_output=True)
 
 if __name__ == '__main__': main()

@@ -132,11 +132,13 @@ def flops_per_sample(kind, model, shape:Shape, dev, size=None, batch=2) -> float
 # the methods trained by `train_epoch` with graph-safe steps, and the training samples one epoch of each processes
 GRAPHED = ('finetune', 'lotus', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'salun')
 
-def samples_per_epoch(name, task) -> int:
-    "Training samples (forward and backward) in one epoch of method `name` on `task`"
-    f, r = len(task.forget), len(task.retain)
-    return dict(lotus=f + len(task.retain_subset()), bad_teacher=f + len(task.retain_subset()), neggrad_plus=2*r,  # a forget batch per retain batch
-                random_label=f + r, salun=f + r, scrub=f + r).get(name, r)                   # SCRUB: a max pass (D_f), a min pass (D_r)
+def samples_trained(name, task, cfg, epochs) -> float:
+    "Training samples (forward and backward through the student) in `epochs` epochs of method `name` with `cfg` on `task`"
+    f, r, bs = len(task.forget), len(task.retain), cfg.batch_size
+    if name == 'scrub': return min(epochs, cfg.msteps)*f + epochs*r             # max passes (D_f) in the first msteps epochs, a min pass (D_r) in each
+    if name == 'neggrad_plus': return epochs*(r + math.ceil(r/bs)*f/math.ceil(f/bs))   # each retain batch with the next forget batch (their mean size)
+    per_epoch = dict(lotus=f + len(task.retain_subset()), bad_teacher=f + len(task.retain_subset()), random_label=f + r, salun=f + r)
+    return epochs*per_epoch.get(name, r)
 
 def run_method(name, f_orig, task, arch, mode, graphs='auto', **overrides) -> dict:
     "One `unlearn` call with the fast path `mode`: its time and the steps each path ran"
@@ -185,7 +187,7 @@ def agreement_checks(dev) -> list:
     flat = lambda mod: torch.cat([v.detach().float().flatten() for v in mod.state_dict().values()])
     def run(name, mode, graphs):
         FAST_STATS.clear()
-        with fast_path(mode, graphs=graphs, min_graph_steps=1, warmup=3 if dev.type == 'cuda' else 1):
+        with fast_path(mode, graphs=graphs, min_graph_steps=1, warmup=1):   # SCRUB's max pass: 2 full batches in 2 epochs
             r = unlearn(name, m, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=0, num_classes=shape.classes), progress=False, epochs=2)
         return r.model, dict(FAST_STATS)
     graphs, out = (True if dev.type == 'cuda' else 'emulate'), []
@@ -221,11 +223,10 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
             print(f"  {name} ceiling {kind} (batch {cfg.batch_size}, {ceil[kind][1]}): {ceil[kind][0]:,.0f} samples/s", flush=True)
             flops[kind] = flops_per_sample(kind, f_orig, shape, dev, size)
         over = dict(epochs=args.lotus_epochs) if m == 'lotus' and args.lotus_epochs else {} if m == 'lotus' else dict(epochs=args.ft_epochs)
-        t0 = task()
-        per_epoch = samples_per_epoch(m, t0)
+        t0, run_cfg = task(), dataclasses.replace(cfg, **over)
         for path, mode, graphs in paths:
             r = run_method(m, f_orig, task(), arch, mode, graphs, **over)
-            n = r['epochs_run']*per_epoch; sps = n/r['time_s']
+            n = samples_trained(m, t0, run_cfg, r['epochs_run']); sps = n/r['time_s']
             rows.append(dict(model=name, method=m, path=path, time_s=r['time_s'], cpu_s=r['cpu_s'], samples=n, samples_s=sps,
                              ceiling_s=ceil[kind][0], ratio=sps/ceil[kind][0],
                              mfu=(sps*flops[kind]/info['peak']) if info.get('peak') else float('nan'),

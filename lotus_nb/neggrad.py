@@ -22,8 +22,9 @@ def neggrad_loss(model:nn.Module,    # the student being unlearned (its device r
     dev = model_device(model)
     def next_forget(b=None): return [t.to(dev, non_blocking=True) for t in next(forget_batches)[:2]]
     def f(b):
-        x, y, *fb = b     # fb ends with the forget batch when `draws` took it (a step replayed from a CUDA graph)
-        xf, yf = fb[-2:] if len(fb) >= 2 else next_forget()
+        if len(b) not in (2, 4): raise ValueError(f"neggrad_loss takes (x, y) retain batches (then the forget batch its draws took), got {len(b)} items")
+        x, y, *fb = b     # fb: the forget batch when `draws` took it (a step replayed from a CUDA graph)
+        xf, yf = fb if fb else next_forget()
         return beta*F.cross_entropy(model(x), y) - (1-beta)*F.cross_entropy(model(xf), yf)
     return graphable(f, draws=next_forget)
 

@@ -236,6 +236,7 @@ class StepGraph:
                  emulate:bool=False):  # True: replay as eager steps on the static buffers (checkable on the CPU)
         self.model, self.loss_fn, self.hook, self.key, self.emulate = model, loss_fn, grad_hook, _loss_key(loss_fn), emulate
         self.warmup, self.seen, self.sig, self.static, self.graph, self.loss, self.grads, self.failed = max(1, warmup), 0, None, None, None, None, None, False
+        self.deferred = False   # the capture waited a step once already, for draws as long as the batch
         self.stream = None if emulate else torch.cuda.Stream(model_device(model))
     def matches(self, model, loss_fn, grad_hook, emulate) -> bool: # same model, hook, emulate flag and loss key
         return self.model is model and self.hook is grad_hook and self.emulate == emulate and _loss_key(loss_fn) == self.key
@@ -249,6 +250,9 @@ class StepGraph:
         if _sig(batch) != self.sig: return None
         if self.seen < self.warmup: self.seen += 1; FAST_STATS['warm_steps'] += 1; return self._eager(batch, opt, device)
         inputs = list(batch) + list(self.loss_fn.graph_draws(batch) if self.loss_fn.graph_draws is not None else [])
+        if self.static is None and not self.deferred and any(t.dim() and len(t) < len(batch[0]) for t in inputs[len(batch):]):
+            self.deferred = True; FAST_STATS['eager_steps'] += 1   # a draw shorter than the batch (a partial forget batch?): wait a step
+            return train_step(self.model, inputs, self.loss_fn, opt, self.hook, device)
         if self.static is None:
             self.static = [t.clone() for t in inputs]
             if not self._capture(opt, device):   # run this step eagerly on the static inputs: its random draws are made

@@ -63,10 +63,14 @@ def test_fast_matches_plain_cpu(demo, name, graphs):
     if graphs: assert stats['graph_steps'] > 0, stats
     w0, wp, wf = flat(f_orig), flat(plain.model), flat(fast.model)
     assert (wp - w0).abs().max() > 1e-3, "the method changed the model"
-    torch.testing.assert_close(wf, wp, rtol=1e-4, atol=1e-4)
+    # fused vs plain optimiser rounding, relative to how far training moved the weights: below 1e-6 for most methods;
+    # SCRUB's max pass ascends and amplifies it (1.9e-5 here at 2 threads; 2e-4 on benchmarks/gpu_speed.py's small task)
+    tol = 1e-3 if name == 'scrub' else 1e-5
+    rel = ((wf - wp).norm()/(wp - w0).norm()).item()
+    assert rel < tol, rel
     for a, b in zip(plain.record.get('trace', []), fast.record.get('trace', []), strict=True):
         assert a.keys() == b.keys()
-        np.testing.assert_allclose(list(b.values()), list(a.values()), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(list(b.values()), list(a.values()), rtol=tol, atol=1e-6)
 
 @pytest.mark.parametrize('name', GRAPHED)
 def test_emulated_graph_is_the_eager_fast_path(demo, name):
@@ -126,7 +130,7 @@ def test_gpu_fast_matches_plain(name):
     "On a GPU, with the step captured as a CUDA graph: the same training to bf16 precision, and the graph did run"
     m, ts, task = cuda_task()
     plain, _ = run(name, m, task, False)
-    fast, stats = run(name, m, task, True, graphs=True)
+    fast, stats = run(name, m, task, True, graphs=True, warmup=1)   # warmup 1: SCRUB's max pass has 2 full batches in 2 epochs
     assert stats.get('captures') == (2 if name == 'scrub' else 1), stats       # SCRUB: its max and its min pass
     assert stats['graph_steps'] > 0 and not stats.get('capture_failures'), stats
     assert rel_diff(fast.model, plain.model, m) < 0.05
