@@ -250,15 +250,16 @@ class StepGraph:
         if _sig(batch) != self.sig: return None
         if self.seen < self.warmup: self.seen += 1; FAST_STATS['warm_steps'] += 1; return self._eager(batch, opt, device)
         inputs = list(batch) + list(self.loss_fn.graph_draws(batch) if self.loss_fn.graph_draws is not None else [])
-        if self.static is None and not self.deferred and any(t.dim() and len(t) < len(batch[0]) for t in inputs[len(batch):]):
-            self.deferred = True; FAST_STATS['eager_steps'] += 1   # a draw shorter than the batch (a partial forget batch?): wait a step
+        wait = self.static is None and not self.deferred and any(t.dim() and len(t) < len(batch[0]) for t in inputs[len(batch):])
+        if wait or (self.static is not None and _sig(inputs) != _sig(self.static)):
+            # before the capture, a draw shorter than the batch (a partial forget batch?): wait a step, once;
+            # after it, draws of another shape than the captured ones. Either way this step runs eagerly, on the draws already made
+            self.deferred |= wait; FAST_STATS['eager_steps'] += 1
             return train_step(self.model, inputs, self.loss_fn, opt, self.hook, device)
         if self.static is None:
             self.static = [t.clone() for t in inputs]
             if not self._capture(opt, device):   # run this step eagerly on the static inputs: its random draws are made
                 return train_step(self.model, self.static, self.loss_fn, opt, self.hook, device)
-        elif _sig(inputs) != _sig(self.static):  # draws of another shape: this step eagerly, on the draws already made
-            FAST_STATS['eager_steps'] += 1; return train_step(self.model, inputs, self.loss_fn, opt, self.hook, device)
         else:
             for s, t in zip(self.static, inputs): s.copy_(t, non_blocking=True)
         FAST_STATS['graph_steps'] += 1
