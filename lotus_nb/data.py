@@ -17,17 +17,18 @@ log = logging.getLogger('lotus_nb')
 __all__ = ['log', 'DATASETS', 'HOW_TO_GET', 'FMNIST_FILES', 'FMNIST_CLASSES', 'DEFAULT_FMNIST_DIRS', 'AUGMENTS', 'CIFAR_MEAN',
            'CIFAR_STD', 'CIFAR10_CLASSES', 'TINY_URL', 'TINY_MD5', 'TINY_MEAN', 'TINY_STD', 'MUFAC_DIR',
            'MUFAC_CLASSES', 'MUFAC_FORGET_ROWS', 'MUFAC_CLEAN_SIZES', 'IMAGENET_MEAN', 'IMAGENET_STD',
-           'IMAGENET_FORGET', 'IMAGENET_RETAIN', 'IMAGENET_HELDOUT', 'IMAGE_EXTS', 'read_image', 'default_workers',
-           'ImageFiles', 'ImageData', 'DatasetDefaults', 'register_dataset', 'check_choice', 'dataset_defaults',
-           'optional_import', 'data_dirs', 'find_data', 'load_digits_data', 'read_idx', 'find_idx', 'load_fashionmnist',
-           'available_memory', 'fits_in_memory', 'load_dataset', 'stratified_sample', 'per_class_sample', 'Splits',
-           'check_seed', 'check_fraction', 'make_splits', 'dataset_splits', 'random_flip', 'random_affine',
-           'color_jitter', 'augment_batch', 'prepare_batch', 'norm_tensor', 'TensorLoader', 'TensorSplit', 'FileLoader',
-           'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset', 'DatasetSplit', 'as_split',
-           'label_image', 'label_of', 'unnormalize', 'save_jpeg', 'py2_pickle', 'write_cifar10', 'write_cifar100',
-           'write_tinyimagenet', 'write_mufac', 'write_imagenet', 'write_cifake', 'read_cifar_pickle', 'read_cifar',
-           'load_cifar10', 'load_cifar100', 'read_tinyimagenet', 'load_tinyimagenet', 'read_mufac_csv', 'image_hashes',
-           'MufacCleaning', 'clean_mufac', 'load_mufac', 'load_imagenet', 'cifake_label', 'load_cifake', 'write_idx']
+           'IMAGENET_FORGET', 'IMAGENET_RETAIN', 'IMAGENET_HELDOUT', 'IMAGE_EXTS', 'IMAGENET_RULES', 'read_image',
+           'default_workers', 'ImageFiles', 'ImageData', 'DatasetDefaults', 'register_dataset', 'check_choice',
+           'dataset_defaults', 'optional_import', 'data_dirs', 'find_data', 'load_digits_data', 'read_idx', 'find_idx',
+           'load_fashionmnist', 'available_memory', 'fits_in_memory', 'load_dataset', 'stratified_sample',
+           'per_class_sample', 'Splits', 'check_seed', 'check_fraction', 'make_splits', 'dataset_splits', 'random_flip',
+           'random_affine', 'color_jitter', 'augment_batch', 'prepare_batch', 'norm_tensor', 'TensorLoader',
+           'TensorSplit', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset',
+           'DatasetSplit', 'as_split', 'label_image', 'label_of', 'unnormalize', 'save_jpeg', 'py2_pickle',
+           'write_cifar10', 'write_cifar100', 'write_tinyimagenet', 'write_mufac', 'write_imagenet', 'write_cifake',
+           'read_cifar_pickle', 'read_cifar', 'load_cifar10', 'load_cifar100', 'read_tinyimagenet', 'load_tinyimagenet',
+           'read_mufac_csv', 'image_hashes', 'MufacCleaning', 'clean_mufac', 'load_mufac', 'load_imagenet',
+           'cifake_label', 'load_cifake', 'write_idx']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 def read_image(path,            # image file in any format PIL reads
@@ -97,7 +98,7 @@ class ImageData:
     augment: str = 'crop_flip' # batch augmentation while training, an augment_batch kind
     mean: tuple = None      # per-channel mean in [0,1]; computed from an in-memory x_train when None
     std: tuple = None       # per-channel std in [0,1]; computed with mean when None
-    fixed: dict = None      # a dataset's fixed split rule (MUFAC, ImageNet): see dataset_splits
+    fixed: dict = None      # a dataset's own split rule (MUFAC, ImageNet): fixed forget/retain/unseen/test positions or heldout_per_class; see dataset_splits
     notes: dict = field(default_factory=dict) # what the loader reports, e.g. MUFAC's cleaning
     def __post_init__(self):
         if self.mean is None and self.in_memory and len(self.x_train):
@@ -402,21 +403,26 @@ def make_splits(y_train,               # labels of the official training split
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, forget_class)
 
 # %% ../nbs/01_data.ipynb #d084d610
-def dataset_splits(data:ImageData,       # a loaded dataset; its fixed rule is used when it has one
-                   forget_pct:float=0.1,  # fraction of each class to forget; a fixed rule allows only the paper's 0.1
-                   seed:int=0,            # draws the retain subset, and what the dataset's rule leaves to chance
-                   forget_class:int=None, # class unlearning (not defined on fixed splits)
+def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule is used when it has one
+                   forget_pct:float=0.1,  # fraction of each class to forget; a fixed forget set allows only the paper's 0.1
+                   seed:int=0,            # draws the forget set (unless fixed), the retain subset and the unseen/test sets (unless fixed)
+                   forget_class:int=None, # class unlearning (not defined on a dataset with its own rule)
                    retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
                   ) -> Splits:
-    "The splits of one seed: the dataset's fixed rule where it has one (MUFAC, ImageNet), else `make_splits`"
+    "The splits of one seed: the dataset's own rule where it has one (MUFAC, ImageNet), else `make_splits`"
     if len(data.y_train) == 0:
         raise ValueError(f"{data.name} has no training split: it is an unseen set only (use `unseen_split`)")
     if data.fixed is None: return make_splits(data.y_train, data.y_heldout, forget_pct, seed, forget_class, retain_pct)
     seed = check_seed(seed); check_fraction(retain_pct, 'retain_pct')
-    if forget_class is not None: raise ValueError(f"{data.name} has fixed forget/retain sets: class unlearning is not defined on it")
-    if forget_pct not in (None, 0.1): raise ValueError(f"{data.name} has a fixed forget set (the paper's 10% benchmark); forget_pct={forget_pct} is not available")
+    if forget_class is not None: raise ValueError(f"{data.name} has its own split rule: class unlearning is not defined on it")
     fx, y, yh = data.fixed, np.asarray(data.y_train), np.asarray(data.y_heldout)
-    forget, retain = np.sort(fx['forget']), np.sort(fx['retain'])
+    if 'forget' in fx:                      # a fixed forget set: MUFAC, ImageNet with forget_rule='first'
+        if forget_pct not in (None, 0.1): raise ValueError(f"{data.name} has a fixed forget set (the paper's 10% benchmark); forget_pct={forget_pct} is not available")
+        forget, retain = np.sort(fx['forget']), np.sort(fx['retain'])
+    else:                                   # drawn with the seed: forget_pct of each class (ImageNet: 5 of each class's 50)
+        forget = stratified_sample(y, check_fraction(forget_pct, 'forget_pct'), seed)
+        if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y)} samples)")
+        retain = np.setdiff1d(np.arange(len(y)), forget)
     retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
     if 'unseen' in fx: unseen, test = np.asarray(fx['unseen']), np.asarray(fx['test'])
     else:                                   # heldout_per_class images per class each, drawn with the seed
@@ -1114,6 +1120,7 @@ def load_mufac(root=None,     # folder searched first; see data_dirs
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT = 5, 45, 5   # per class: forget, retain, and each of unseen/test
 IMAGE_EXTS = {'.jpeg', '.jpg', '.png'}
+IMAGENET_RULES = ('seeded', 'first')   # forget_rule: the seed draws 5 of each class's 50, or the authors' first 5
 
 def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_EXTS)
 
@@ -1121,8 +1128,10 @@ def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if 
                   in_memory=False, gold=False, train_original=False)
 def load_imagenet(root=None,    # folder searched first; see data_dirs
                   download=True, # unused: ImageNet needs an account (see HOW_TO_GET)
+                  forget_rule:str='seeded', # 'seeded': each seed draws the 5 forget images of a class's 50; 'first': the authors' first 5 (data_utils.py:449-450)
                   ):
-    "ImageNet-1k: 5 forget + 45 retain training images per class, the validation split as the held-out split"
+    "ImageNet-1k: 50 training images per class (5 forget + 45 retain), the validation split as the held-out split"
+    check_choice(forget_rule, IMAGENET_RULES, 'forget_rule')
     base, _ = find_data('imagenet', ['imagenet/train'], root)
     wnids = sorted(p.name for p in (base/'train').iterdir() if p.is_dir())
     meta = torch.load(base/'meta.bin', weights_only=True) if (base/'meta.bin').exists() else None
@@ -1136,8 +1145,10 @@ def load_imagenet(root=None,    # folder searched first; see data_dirs
         val = [(p, wnids.index(w.name)) for w in sorted((base/'val').iterdir()) if w.is_dir() for p in _images(w)]
     elif meta is None: raise FileNotFoundError(f"{base/'val'} holds images but no class folders, and {base/'meta.bin'} (the devkit's labels) is missing")
     else: val = [(p, wnids.index(w)) for p, w in zip(_images(base/'val'), meta[1])]
-    pos = np.arange(len(ytr)) % n
-    fixed = dict(forget=np.flatnonzero(pos < IMAGENET_FORGET), retain=np.flatnonzero(pos >= IMAGENET_FORGET), heldout_per_class=IMAGENET_HELDOUT)
+    fixed = dict(heldout_per_class=IMAGENET_HELDOUT)   # 'seeded': dataset_splits draws 10% of each class, 5 of 50
+    if forget_rule == 'first':                          # the authors' rule: the first 5 of each class, for every seed
+        pos = np.arange(len(ytr)) % n
+        fixed.update(forget=np.flatnonzero(pos < IMAGENET_FORGET), retain=np.flatnonzero(pos >= IMAGENET_FORGET))
     return ImageData('imagenet', ImageFiles(train, 224, 256), torch.tensor(ytr), ImageFiles([p for p, _ in val], 224, 256),
                      torch.tensor([c for _, c in val]), classes, fixed=fixed)
 

@@ -29,44 +29,73 @@ __all__ = ['log', 'BENCHMARK_DEFAULTS', 'KEY', 'METRICS', 'COLUMNS', 'UNSEEN_SOU
            'run_benchmark', 'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
+# Keys: a dataset, or (dataset, arch) for what holds only with one architecture; the second wins. In method_overrides,
+# '*' stands for every unlearning method, and a method's own entry wins over it. Paper-scale values are those of the
+# runs behind the paper's numbers, cspartalis/LoTUS src/bash_scripts/reproduce_results.sh (line numbers below).
 BENCHMARK_DEFAULTS = {
     'digits': dict(train_size=None, img_size=None, augment=None, recipe=Recipe(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None)),
     'fashionmnist': dict(train_size=2_500, img_size=14, augment='none', recipe=Recipe(epochs=25, batch_size=256, lr=0.1, warmup=2, patience=None)),
-    'imagenet': dict(method_overrides={'lotus': {'batch_size': 256}}),   # PROTOCOL section 2: ImageNet ViT, batch 256
+    'imagenet': dict(method_overrides={'*': {'batch_size': 256},    # ViT ImageNet block: every method at 256 (lines 115, 121)
+                                       'unsir': {'batch_size': 64}}), # UNSIR at 64, for memory (line 119)
+    ('mufac', 'resnet'): dict(method_overrides={'unsir': {'batch_size': 64}}),  # line 49
+    ('cifar10', 'resnet'): dict(method_overrides={'lotus': {'alpha': 8.}}),    # line 19; alpha 2 elsewhere (PROTOCOL section 2)
 }
 
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
                        model:str    # registry name (resolved, not 'auto'): its arch picks the recipe
-                      ) -> dict: # keys train_size, img_size, augment, recipe, method_overrides
+                      ) -> dict: # keys train_size, img_size, augment, recipe, method_overrides ('*' expanded to every method)
     "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`"
-    base = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[model_arch(model)], method_overrides={})
-    return {**base, **BENCHMARK_DEFAULTS.get(dataset, {})}
+    arch = model_arch(model)
+    out = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[arch])
+    entries, mo = [BENCHMARK_DEFAULTS.get(dataset, {}), BENCHMARK_DEFAULTS.get((dataset, arch), {})], {}
+    for e in entries:
+        out.update({k: v for k, v in e.items() if k != 'method_overrides'})
+        for m, o in e.get('method_overrides', {}).items(): mo[m] = {**mo.get(m, {}), **o}
+    every = mo.pop('*', None)
+    if every is not None: mo = {m: {**every, **mo.get(m, {})} for m in list_methods(reference=False)}
+    return {**out, 'method_overrides': mo}
 
 # %% ../nbs/08_experiment.ipynb #f4196e84
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
-METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
+METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
 COLUMNS = KEY + METRICS
 
 def read_results(path # a results.csv; absent: an empty table with COLUMNS
                 ) -> pd.DataFrame:
-    "The rows of a `results.csv`, refusing a file that is not one"
+    "The rows of a `results.csv`, refusing a file that is not one; a file of an older header gets the new COLUMNS as NaN"
     path = Path(path)
     if not path.exists(): return pd.DataFrame(columns=COLUMNS)
     try: df = pd.read_csv(path, dtype={'setup': str})
     except Exception as e: raise ValueError(f"{path} exists but is not a readable CSV ({e}); choose another out_dir") from e
     if missing := set(KEY) - set(df.columns):
         raise ValueError(f"{path} exists but is not a lotus_nb results file (missing {sorted(missing)}); choose another out_dir")
-    return df
+    return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
+
+def _migrate(path:Path, header:list) -> list:
+    "Rewrite `path` (under the caller's lock) with COLUMNS first and its own extra columns after: unique temp file, fsync, os.replace"
+    cols = COLUMNS + [c for c in header if c not in COLUMNS]
+    df = pd.read_csv(path, dtype=str, keep_default_na=False).reindex(columns=cols, fill_value='')
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp')
+    try:
+        with open(tmp, 'w', newline='') as f: f.write(df.to_csv(index=False)); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally: tmp.unlink(missing_ok=True)
+    return cols
 
 def append_row(path,    # the results.csv; created (with its folder) if absent
                row:dict # {column: value} of one run; missing COLUMNS are left empty, others dropped
               ):
-    "Append one row to the results file: an exclusive lock, one write, fsync (the header with the first row)"
+    "Append one row to the results file: an exclusive lock, one write, fsync (the header with the first row); a file of an older header is migrated to COLUMNS first"
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + '.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         header = not path.exists() or path.stat().st_size == 0
-        text = pd.DataFrame([row], columns=COLUMNS).to_csv(header=header, index=False)
+        cols = COLUMNS
+        if not header:
+            have = list(pd.read_csv(path, nrows=0).columns)
+            if have[:len(COLUMNS)] != COLUMNS: cols = _migrate(path, have)   # a column was added since the file was written
+            else: cols = have                                                  # the row goes in the file's own column order
+        text = pd.DataFrame([row], columns=cols).to_csv(header=header, index=False)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try: os.write(fd, text.encode()); os.fsync(fd)
         finally: os.close(fd)
@@ -115,6 +144,7 @@ class BenchmarkSpec:
     method_overrides: dict = None     # {method: {hyperparameter: value}}
     pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
     retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (PROTOCOL section 1)
+    data_options: dict = None         # options of the dataset's loader, e.g. {'forget_rule': 'first'} (ImageNet: the authors' fixed forget set)
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -217,7 +247,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     img_size = dflt['img_size'] if spec.img_size == 'default' else spec.img_size
     recipe = spec.recipe or dflt['recipe']
     if spec.train_epochs is not None: recipe = dataclasses.replace(recipe, epochs=min(recipe.epochs, spec.train_epochs))
-    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size)
+    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, **(spec.data_options or {}))
     unseen_data = load_dataset(spec.unseen, root=spec.data_root) if spec.unseen in DATASETS else None
     if dflt['augment'] is not None: data.augment = dflt['augment']
     forget_class = resolve_class(data, spec.forget_class)
@@ -227,7 +257,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
     cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
-                recipe=dataclasses.asdict(recipe), pretrained=spec.pretrained)
+                recipe=dataclasses.asdict(recipe), pretrained=spec.pretrained, **({'data_options': spec.data_options} if spec.data_options else {}))
     setup = {m: cache_key(**base, cfg=dataclasses.asdict(cfgs[m]), unseen=spec.unseen, **({'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}))
              for m in methods}
     return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base)
@@ -347,11 +377,12 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   pretrained=None,           # True, False, a local weights file; None: the paper's choice for the model
                   retain_pct:float=0.3,      # fraction of $D_r$ that LoTUS and Bad Teacher see
                   cache_dir=None,            # checkpoints of f_orig and f_gold; default out_dir/checkpoints
+                  data_options:dict=None,    # options of the dataset's loader, e.g. {'forget_rule': 'first'} for ImageNet
                   progress:bool=True         # show progress bars
                  ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in `out_dir/results.csv`, then write its tables and figures"
     spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, forget_class, unseen, train_size, img_size, recipe, train_epochs,
-                                      data_root, method_overrides, pretrained, retain_pct))
+                                      data_root, method_overrides, pretrained, retain_pct, data_options))
     seeds, methods, _ = check_benchmark(spec, seeds, methods, out_dir)
     get_device(device)
     prep = prepare(spec, methods)

@@ -16,8 +16,8 @@ __all__ = ['LotusSalunConfig', 'lotus_salun']
 # %% ../nbs/18_lotus_salun.ipynb #381896d7
 @dataclass
 class LotusSalunConfig(LotusConfig):
-    "LoTUS's hyperparameters (AdamW, lr 1e-4, weight decay 5e-4, `alpha` 2) plus SalUn's mask fraction"
-    mask_fraction: float = 0.5      # k of saliency_mask: fraction of weights left trainable; the LoTUS authors used 0.1
+    "LoTUS's hyperparameters (AdamW, lr 1e-4, weight decay 5e-4, `alpha` 2) plus SalUn's mask fraction, 0.1 as the LoTUS authors ran it"
+    mask_fraction: float = 0.1      # k of saliency_mask: fraction of weights left trainable (salun_class.py:86); SalUn's own 0.5: an override
 
 @register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn')
 def lotus_salun(original:nn.Module,     # f_orig: teacher, student's start, and where the mask is computed (unchanged)

@@ -201,7 +201,7 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
              return_entropies:bool=False # also return each split's per-sample output entropies
             ) -> dict:
-    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD (needs gold), RF-JSD (needs orig), ZRF (needs rand)"
+    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD (needs orig), ZRF (needs rand)"
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
     if mia_nonmember == 'unseen' and unseen is None:
         raise ValueError("the MIA needs a non-member set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
@@ -215,7 +215,9 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     res['mia_loss'] = mia_loss_cv(*(F.cross_entropy(*logits[k], reduction='none') for k in ('forget', 'test')))
     res['mia_svc'] = mia_svc(*(mia_features(*out[k]) for k in ('retain', 'test', 'forget')))
     pf, yf = out['forget']
-    if ref.gold_forget is not None: res['jsd'] = jsd(pf, ref.gold_forget, legacy=legacy_jsd)
+    if ref.gold_forget is not None:
+        res['jsd'] = jsd(pf, ref.gold_forget, legacy=legacy_jsd)
+        res['jsd_legacy'] = jsd(pf, ref.gold_forget, legacy=True)   # the published scale, always beside (same probabilities)
     if ref.orig_unseen is not None: res['rf_jsd'] = rf_jsd(pf, yf, ref.orig_unseen, ref.y_unseen)
     if ref.rand_forget is not None: res['zrf'] = zrf(pf, ref.rand_forget)
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in ent.items()}

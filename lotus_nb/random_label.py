@@ -5,9 +5,10 @@
 # %% ../nbs/12_random_label.ipynb #26e000b1
 from __future__ import annotations
 from dataclasses import dataclass
-import torch, torch.nn as nn, torch.nn.functional as F
+import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import train_epoch, graphable
+from .data import check_choice
+from .training import train_epoch, graphable, ce_loss
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               with_tags, num_classes_of)
 
@@ -44,24 +45,33 @@ def random_label_loss(model:nn.Module,   # the student being unlearned
 # %% ../nbs/12_random_label.ipynb #a84c4dc8
 @dataclass
 class RandomLabelConfig(MethodConfig):
-    "Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
+    "Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); each epoch a relabelled forget pass, then a retain pass"
     optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
     lr: float = 1e-3           # learning rate
     momentum: float = 0.9      # SGD momentum
     weight_decay: float = 5e-4 # L2 penalty of the optimiser
+    passes: str = 'sequential' # 'sequential': forget pass then retain pass (the LoTUS authors' code); 'shuffled': both sets mixed
 
 @register_method('random_label', RandomLabelConfig, display='RndLbl')
 def random_label(original:nn.Module,      # f_orig: the starting point (left unchanged)
-                 task:UnlearnTask,        # its forget and retain sets, shuffled together
+                 task:UnlearnTask,        # its forget and retain sets
                  cfg:RandomLabelConfig,   # hyperparameters
                  progress:bool=True,      # show a progress bar over epochs
-                 grad_hook=None,          # grad_hook(model) before each optimiser step (SalUn's mask); None: none
-                ) -> Unlearned:           # f_un in eval mode; record: train_loss per epoch
-    "Random Labeling: train on $D_f \\cup D_r$ shuffled together, each forget label redrawn wrong every epoch"
+                 grad_hook=None,          # grad_hook(model) before each optimiser step on forget data (SalUn's mask); None: none
+                ) -> Unlearned:           # f_un in eval mode; record: train_loss per epoch (and forget_loss, retain_loss if sequential)
+    "Random Labeling: train on $D_f$, every label redrawn wrong every epoch, and $D_r$: in sequence (`cfg.passes='sequential'`) or shuffled together"
+    check_choice(cfg.passes, ('sequential', 'shuffled'), 'passes')
     student = student_of(original)
     loss_fn = random_label_loss(student, num_classes_of(original, task))
-    batches = with_tags(task.forget, task.retain, cfg.batch_size, task.seed)
     opt = make_optimizer(student.parameters(), cfg)
-    losses = [train_epoch(student, batches, loss_fn, opt, grad_hook=grad_hook)
+    if cfg.passes == 'shuffled': passes = [(with_tags(task.forget, task.retain, cfg.batch_size, task.seed), loss_fn, grad_hook)]
+    else: passes = [(task.forget.loader(cfg.batch_size, train=True, seed=task.seed, tags=np.ones(len(task.forget), bool)),
+                     loss_fn, grad_hook),                                             # wrong labels; SalUn's mask acts here only
+                    (task.retain.loader(cfg.batch_size, train=True, seed=task.seed + 1), ce_loss(student), None)] # true labels
+    losses = [[train_epoch(student, b, f, opt, grad_hook=h) for b, f, h in passes]
               for _ in tqdm(range(cfg.epochs), disable=not progress, desc='RndLbl')]
-    return Unlearned(student.eval(), dict(train_loss=losses))
+    if cfg.passes == 'shuffled': return Unlearned(student.eval(), dict(train_loss=[l for l, in losses]))
+    nf, nr = len(task.forget), len(task.retain)
+    return Unlearned(student.eval(), dict(train_loss=[(nf*lf + nr*lr_)/(nf + nr) for lf, lr_ in losses],
+                                          forget_loss=[lf for lf, _ in losses], retain_loss=[lr_ for _, lr_ in losses]))
+

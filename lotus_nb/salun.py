@@ -51,11 +51,9 @@ def with_saliency(method,              # unlearning function f(original, task, c
 # %% ../nbs/17_salun.ipynb #f51ab9f1
 @dataclass
 class SalunConfig(RandomLabelConfig):
-    "SalUn: SGD, lr 0.1, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); the top `mask_fraction` of weights trainable"
-    lr: float = 0.1              # learning rate of the masked training
-    mask_fraction: float = 0.5   # k; the LoTUS authors used 0.1
-    # lr per architecture: the table's 0.1 is a ResNet18 setting, and no SalUn value for ViT is published
-    arch_defaults: ClassVar[dict] = {'resnet': dict(lr=0.1), 'vit': dict(epochs=3, batch_size=32, lr=0.1)}
+    "SalUn as the LoTUS authors ran it: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4, the top 10% of weights trainable (salun_class.py)"
+    lr: float = 1e-3             # of the masked Random Labeling (salun_class.py:139); Table tab:hyperparams' 0.1: an override
+    mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
 
 @register_method('salun', SalunConfig, display='SalUn')
 def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)

@@ -95,34 +95,34 @@ def per_class_subset(split,     # the set to sample from, usually $D_r$
 # %% ../nbs/16_unsir.ipynb #0341afb4
 @dataclass
 class UNSIRConfig(MethodConfig):
-    "UNSIR (Choi and Na's instance-wise adaptation): SGD, lr 1e-3, no momentum, weight decay 0 (Table tab:hyperparams)"
-    epochs: int = 2            # impair epochs
-    repair_epochs: int = 1     # finetuning passes over the retain sample after the impair epochs
-    batch_size: int = 128      # retain and forget batch size, paired (32 for ViT; Choi and Na: 64)
-    optimizer: str = 'sgd'     # plain SGD, one optimiser for impair and repair
+    "UNSIR as the LoTUS authors ran it (unsir_class.py): `epochs` rounds of impair + repair, SGD lr 1e-3, momentum 0.9, weight decay 0"
+    epochs: int = 10           # rounds, each one impair pass then one repair pass (unsir_class.py:126-185); ViT 3
+    batch_size: int = 128      # retain and forget batch size, paired; ViT 16 (reproduce_results.sh:66)
+    optimizer: str = 'sgd'     # SGD, one optimiser for impair and repair
     lr: float = 1e-3           # learning rate of the model (not of the noise)
-    momentum: float = 0.       # 0: plain SGD, as Choi and Na (the LoTUS authors' code used 0.9)
-    weight_decay: float = 0.   # 0, as Table tab:hyperparams gives
-    noise_steps: int = 5       # Adam steps on each noise batch
+    momentum: float = 0.9      # unsir_class.py:66 (Choi and Na: 0)
+    weight_decay: float = 0.   # 0, as Table tab:hyperparams and unsir_class.py:67
+    noise_steps: int = 5       # Adam steps on each noise batch (the authors' loop took 1: PROTOCOL section 7)
     noise_lr: float = 0.01     # Adam's learning rate on the noise
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
-    arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}
+    arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=16)}
 
 @register_method('unsir', UNSIRConfig, display='UNSIR')
 def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
           task:UnlearnTask,     # forget and retain sets; task.seed seeds the retain sample and loaders
           cfg:UNSIRConfig,      # hyperparameters
-          progress:bool=True,   # show a progress bar over the impair epochs
-         ) -> Unlearned:        # the trained copy, eval mode; record: impair and repair losses, noise steps
-    "UNSIR: `cfg.epochs` impair epochs on error-maximising noise and retain batches, then `cfg.repair_epochs` of finetuning"
+          progress:bool=True,   # show a progress bar over the rounds
+         ) -> Unlearned:        # the trained copy, eval mode; record: impair and repair losses, noise steps, per round
+    "UNSIR: `cfg.epochs` rounds, each an impair pass on error-maximising noise and retain batches, then a repair pass of finetuning"
     student = student_of(original)
     cap = cfg.retain_per_class or (100 if num_classes_of(original, task) >= 100 else 1000)
     retain, (lo, hi) = per_class_subset(task.retain, cap, task.seed), input_range(task.forget)
     opt = make_optimizer(student.parameters(), cfg)
     rb = retain.loader(cfg.batch_size, train=True, seed=task.seed)
     fb = task.forget.loader(cfg.batch_size, train=True, seed=task.seed + 1)
-    impair = [impair_epoch(student, rb, fb, opt, lo, hi, cfg.noise_steps, cfg.noise_lr)
-              for _ in tqdm(range(cfg.epochs), disable=not progress, desc='unsir impair')]
-    repair = [train_epoch(student, rb, ce_loss(student), opt) for _ in range(cfg.repair_epochs)]
+    impair, repair = [], []
+    for _ in tqdm(range(cfg.epochs), disable=not progress, desc='unsir'):
+        impair.append(impair_epoch(student, rb, fb, opt, lo, hi, cfg.noise_steps, cfg.noise_lr))
+        repair.append(train_epoch(student, rb, ce_loss(student), opt))
     return Unlearned(student.eval(), dict(impair_loss=[r['loss'] for r in impair], noise_steps=[r['noise_steps'] for r in impair],
                                           repair_loss=repair, retain_size=len(retain)))

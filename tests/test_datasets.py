@@ -182,9 +182,10 @@ def test_imagenet_selection(tmp_path, val_layout):
     for c, w in enumerate(sorted(p.name for p in (tmp_path/'imagenet'/'train').iterdir())):
         files = sorted(p.name for p in (tmp_path/'imagenet'/'train'/w).iterdir())
         mine = lambda idx: [Path(p).name for p in d.x_train.paths[idx] if Path(p).parent.name == w]
-        assert mine(sp.forget) == files[:5] and mine(sp.retain) == files[5:50]   # first 5 forget, next 45 retain
+        assert sorted(mine(sp.forget) + mine(sp.retain)) == files[:50]   # the class's first 50 images: 5 forget, 45 retain
+        assert len(mine(sp.forget)) == 5 and len(mine(sp.retain)) == 45
     assert np.bincount(d.y_heldout[sp.unseen]).tolist() == [5]*3 and np.intersect1d(sp.unseen, sp.test).size == 0
-    assert not np.array_equal(sp.unseen, dataset_splits(d, seed=13).unseen) and np.array_equal(sp.forget, dataset_splits(d, seed=13).forget)
+    assert not np.array_equal(sp.unseen, dataset_splits(d, seed=13).unseen)
     assert torch.equal(label_of(torch.stack([d.x_heldout[i] for i in range(33)])), d.y_heldout)
     ds = device_splits(d, sp)
     for name in ('forget', 'unseen', 'test'):
@@ -194,9 +195,42 @@ def test_imagenet_selection(tmp_path, val_layout):
     assert xb.shape == (2, 3, 224, 224)
     assert dataset_defaults('imagenet').model == 'vit_b_16_imagenet' and not dataset_defaults('imagenet').gold
 
+def test_imagenet_forget_sets_drawn_per_seed(tmp_path):
+    "Each seed draws its own forget set, 5 of each class's 50 images; the same seed the same set (PROTOCOL section 1)"
+    write_imagenet(tmp_path, n_classes=3, per_class=52, val_per_class=10)
+    d = load_dataset('imagenet', root=tmp_path)
+    y = d.y_train.numpy()
+    sps = {s: dataset_splits(d, seed=s) for s in (3407, 13, 12)}
+    for s, sp in sps.items():
+        assert np.bincount(y[sp.forget]).tolist() == [5]*3 and np.bincount(y[sp.retain]).tolist() == [45]*3
+        assert np.intersect1d(sp.forget, sp.retain).size == 0 and np.array_equal(np.union1d(sp.forget, sp.retain), np.arange(150))
+        assert set(sp.retain_sub) <= set(sp.retain)
+        assert np.array_equal(sp.forget, dataset_splits(d, seed=s).forget)          # same seed, same set
+    assert not np.array_equal(sps[3407].forget, sps[13].forget) and not np.array_equal(sps[13].forget, sps[12].forget)
+    names = lambda sp: {Path(p).name for p in d.x_train.paths[sp.forget]}
+    assert names(sps[3407]) != names(sps[13])
+    firsts = {n for w in (tmp_path/'imagenet'/'train').iterdir() for n in sorted(p.name for p in w.iterdir())[:5]}
+    assert names(sps[3407]) != firsts
+
+def test_imagenet_first_rule(tmp_path):
+    "forget_rule='first': the authors' first 5 of each class forgotten, the next 45 retained, for every seed"
+    write_imagenet(tmp_path, n_classes=3, per_class=53, val_per_class=11)
+    d = load_dataset('imagenet', root=tmp_path, forget_rule='first')
+    sp, sp13 = dataset_splits(d, seed=3407), dataset_splits(d, seed=13)
+    for w in sorted(p.name for p in (tmp_path/'imagenet'/'train').iterdir()):
+        files = sorted(p.name for p in (tmp_path/'imagenet'/'train'/w).iterdir())
+        mine = lambda idx: [Path(p).name for p in d.x_train.paths[idx] if Path(p).parent.name == w]
+        assert mine(sp.forget) == files[:5] and mine(sp.retain) == files[5:50]   # first 5 forget, next 45 retain
+    assert np.array_equal(sp.forget, sp13.forget) and not np.array_equal(sp.unseen, sp13.unseen)
+    with pytest.raises(ValueError, match='fixed forget set'): dataset_splits(d, forget_pct=0.5)
+    with pytest.raises(ValueError, match='valid forget_rules: first, seeded'): load_dataset('imagenet', root=tmp_path, forget_rule='random')
+
 def test_imagenet_train_size_keeps_the_rule(tmp_path):
     write_imagenet(tmp_path, n_classes=2, per_class=50, val_per_class=10)
     d = load_dataset('imagenet', root=tmp_path, train_size=40)
+    sp = dataset_splits(d, seed=0)
+    assert len(sp.forget) + len(sp.retain) == 40 and np.bincount(d.y_train.numpy()[sp.forget]).tolist() == [2, 2]  # 10% of each class kept
+    d = load_dataset('imagenet', root=tmp_path, train_size=40, forget_rule='first')
     sp = dataset_splits(d, seed=0)
     assert len(sp.forget) + len(sp.retain) == 40 and 0 < len(sp.forget) < 10
     firsts = {n for w in (tmp_path/'imagenet'/'train').iterdir() for n in sorted(p.name for p in w.iterdir())[:5]}
@@ -275,3 +309,15 @@ def test_defaults_of_the_paper_datasets():
                 digits=('resnet18_small', 8, 'crop'), fashionmnist=('resnet18_small', 28, 'crop_flip'))
     assert {n: (dataset_defaults(n).model, dataset_defaults(n).img_size, dataset_defaults(n).augment) for n in want} == want
     assert all(dataset_defaults(n).seeds == (3407, 13, 12) for n in D.DATASETS)
+
+def test_imagenet_forget_rule_through_a_benchmark(tmp_path):
+    "BenchmarkSpec.data_options reaches the loader: the authors' fixed forget set is one override away, with its own setup"
+    from lotus_nb.experiment import BenchmarkSpec, resolve_spec, prepare
+    write_imagenet(tmp_path, n_classes=2, per_class=50, val_per_class=10)
+    seeded = prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path))), ['lotus'])
+    first = prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path), data_options={'forget_rule': 'first'})), ['lotus'])
+    assert not np.array_equal(seeded.splits(3407).forget, seeded.splits(13).forget)
+    assert np.array_equal(first.splits(3407).forget, first.splits(13).forget)
+    assert seeded.setup['lotus'] != first.setup['lotus'], "the rule is part of the run's identity"
+    assert seeded.cfgs['lotus'].batch_size == 256, "ImageNet: one batch size, 256, for every method"
+    with pytest.raises(TypeError): prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path), data_options={'bogus': 1})), ['lotus'])

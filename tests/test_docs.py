@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
 
-PAGES = ['index', '00_theory', '05_lotus', '06_metrics']   # 00_theory: the figures (tau curve, histogram)
+PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
 no_chromium = pytest.mark.skipif(not Path(bd.CHROMIUM).exists(),
     reason=f"no Chromium at {bd.CHROMIUM} (Debian: apt-get install chromium, as tools/setup.sh does as root; or set CHROMIUM)")
 
