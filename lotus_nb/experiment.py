@@ -16,7 +16,7 @@ from .models import MODELS, create_model, model_arch, model_input_size, resolve_
 from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key, get_device, set_seed, to_device
 from .methods import UnlearnTask, method_config, unlearn, list_methods, check_method
 from .metrics import evaluate, reference_outputs, avg_gap
-from .report import (is_reference, table_avg_gap, table_avg_gap_supp, table_hyperparams, save_table,
+from .report import (is_reference, report_tables, table_hyperparams, save_table,
                              plot_tau_trace, plot_entropy)
 
 log = logging.getLogger('lotus_nb')
@@ -405,9 +405,9 @@ def report(out_dir,        # the run's folder: results.csv and runs/ are read, t
     df = df[[row_id(r, False) in want for _, r in df.iterrows()]].reset_index(drop=True)
     b = Benchmark(df, name=prep.name, spec=prep.spec)
     if not len(df): return b
-    b.tables['avg_gap'] = table_avg_gap(df); b.tables['avg_gap_supp'] = table_avg_gap_supp(df)
+    b.tables.update(report_tables(df))   # the paper's shape, and every method and metric in the _extra tables
     unlearners = [m for m in methods if not is_reference(m)]
-    if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, prep.spec.method_overrides, unlearners, prep.kind)
+    if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners, prep.kind)
     for k, t in b.tables.items(): save_table(t, out/'tables', f'{b.name}_{k}')
     figs = out/'figures'; figs.mkdir(exist_ok=True)
     run = lambda m, s, ext: out/'runs'/f"{m}_seed{s}_{prep.setup[m]}.{ext}"

@@ -14,10 +14,11 @@ from .report import save_table, render
 
 # %% auto #0
 __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES', 'SYNTHETIC_UNSEEN',
-           'LABELS', 'LARGE_COLS', 'PUBLISHED', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark',
-           'on_datasets', 'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing',
-           'write_index', 'table_benchmarks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pick_memorised',
-           'plot_fig1', 'metric_costs', 'table_zrf']
+           'LABELS', 'SYNTHETIC_COLUMN', 'PAPER_COLUMNS', 'LARGE_COLS', 'GUMBEL_ROWS', 'PUBLISHED', 'PaperBenchmark',
+           'Planned', 'check_scale', 'plan_benchmark', 'on_datasets', 'plan_table', 'left_out', 'unique_specs',
+           'artifact_name', 'save_artifact', 'save_missing', 'write_index', 'table_benchmarks', 'block_label',
+           'paper_parts', 'paper_table', 'missing_blocks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc',
+           'table_pcc_paper', 'gumbel_shape', 'pick_memorised', 'plot_fig1', 'metric_costs', 'table_zrf']
 
 # %% ../nbs/22_paper_tables.ipynb #07e69149
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ PAPER_BENCHMARKS = {
     'tab:imagenet': [PB('imagenet', 'vit_b_16_imagenet')],
     'tab:class': [PB('tinyimagenet', 'resnet18', None, 'pizza'), PB('cifar100', 'resnet18', None, 'beaver')],
 }
+PAPER_BENCHMARKS['tab:fifty_supp'] = PAPER_BENCHMARKS['tab:fifty']
+# the supplement's tables span the main benchmarks, in their own order: ViT first, then RN18
+_ALL = lambda ds, pct=.1: [PB(d, m, pct) for m in ('vit_b_16', 'resnet18') for d in ds]
+PAPER_BENCHMARKS['tab:avg_gap_supp'] = PAPER_BENCHMARKS['tab:gumbel'] = _ALL(('tinyimagenet', 'cifar100', 'cifar10', 'mufac'))
+PAPER_BENCHMARKS['tab:pcc'] = [PB(d, m, p) for m in ('vit_b_16', 'resnet18')
+                               for d, p in (('cifar100', .1), ('cifar10', .1), ('mufac', .1), ('cifar100', .5), ('cifar10', .5))]
 PAPER_SEEDS = (3407, 13, 12)
 STAND_INS = {'tinyimagenet': 'fashionmnist', 'cifar100': 'digits', 'cifar10': 'digits', 'imagenet': 'fashionmnist', 'mufac': None,
              'cifake': None}
@@ -208,14 +215,68 @@ def table_benchmarks(parts:dict,       # row label -> the results rows of one be
     out = out[cols]; out.attrs['rank'] = rank
     return out
 
+# %% ../nbs/22_paper_tables.ipynb #3da2a963
+from .report import PAPER_METHODS, PAPER_ROWS, MISSING, table_paper, table_supp_paper, shape
+
+SYNTHETIC_COLUMN = ('lotus_synthetic', 'LoTUS (synthetic D_u)')   # tab:cifar's last column: LoTUS, D_u synthetic (CIFAKE)
+PAPER_COLUMNS = {
+    'tab:avg_gap': PAPER_METHODS, 'tab:avg_gap_supp': PAPER_METHODS, 'tab:class': PAPER_METHODS,
+    'tab:cifar': (*PAPER_METHODS, SYNTHETIC_COLUMN[0]),
+    'tab:fifty': ('bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus'),
+    'tab:fifty_supp': ('finetune', 'neggrad_plus', 'random_label', 'lotus'),
+    'tab:imagenet': ('original', *PAPER_METHODS[1:]),
+}
+
+def block_label(pb:PaperBenchmark, # a benchmark of the paper
+                pct:bool=False      # add the forget percentage (tab:pcc's rows); MUFAC's fixed split has none
+               ) -> str:
+    "The paper's name of a block: 'RN18 C-100', 'RN18 TinyIN Pizza', with `pct` 'ViT C-10 (50%)'"
+    s = f"{LABELS[pb.model]} {LABELS[pb.dataset]}" + (f" {pb.forget_class.title()}" if pb.forget_class else '')
+    return s + (f" ({pb.forget_pct:.0%})" if pct and pb.dataset != 'mufac' and not pb.forget_class else '')
+
+def _bench_key(spec): return (spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)
+
+def paper_parts(label:str,        # a paper table in PAPER_BENCHMARKS
+                scale:str,        # 'embedded' or 'paper'
+                runs              # (BenchmarkSpec, results rows or None) pairs; matched on dataset, model, forget set, unseen
+               ) -> dict: # PaperBenchmark -> results rows or None, in the paper's order
+    "Each block of `label` with the results of the benchmark that stands for it at `scale` (None: no stand-in, or not run)"
+    have = {_bench_key(s): df for s, df in runs if df is not None and len(df)}
+    plan = {pb: plan_benchmark(pb, scale) for pb in PAPER_BENCHMARKS[label]}
+    return {pb: (have.get(_bench_key(p.spec)) if p is not None else None) for pb, p in plan.items()}
+
+def paper_table(label:str,      # a paper table: 'tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class', 'tab:avg_gap_supp'
+                parts:dict,     # PaperBenchmark -> results rows (None or absent: an empty block), as paper_parts gives
+                rows:dict=None  # {label: (column, scale, digits)}; None: PAPER_ROWS (tab:avg_gap_supp: its own)
+               ) -> pd.DataFrame:
+    "`label` as the paper prints it: its blocks in order ('<block> | <row>'), its rows, its columns; only its methods ranked"
+    methods = PAPER_COLUMNS[label]
+    make = table_supp_paper if label == 'tab:avg_gap_supp' else (lambda df, ms: table_paper(df, ms, rows or PAPER_ROWS))
+    blocks, rank = [], {}
+    for pb in PAPER_BENCHMARKS[label]:
+        df = parts.get(pb); t = make(df if df is not None else pd.DataFrame(columns=['method', 'seed']), methods)
+        t.index = [f'{block_label(pb)} | {r}' for r in t.index]
+        rank.update({(f'{block_label(pb)} | {r}', c): k for (r, c), k in t.attrs['rank'].items()})
+        blocks.append(t)
+    out = pd.concat(blocks); out.attrs['rank'] = rank
+    old, new = display_name(SYNTHETIC_COLUMN[0]), SYNTHETIC_COLUMN[1]
+    if old in out:
+        out = out.rename(columns={old: new}); out.attrs['rank'] = {(r, new if c == old else c): k for (r, c), k in rank.items()}
+    return out
+
+def missing_blocks(parts:dict # PaperBenchmark -> results rows or None, as paper_parts gives
+                  ) -> list:
+    "The blocks left empty (`MISSING`), by the paper's name"
+    return [block_label(pb) for pb, df in parts.items() if df is None or not len(df)]
+
 # %% ../nbs/22_paper_tables.ipynb #76a0242a
 LARGE_COLS = {'RF-JSD x1e4': ('rf_jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2), 'Retain Acc.': ('acc_retain', 1, 4), 'MIA Acc.': ('mia', 1, 4)}
 
 def table_large_scale(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
                      ) -> pd.DataFrame:
-    "The paper's `tab:imagenet`: one row per method (no Gold), RF-JSD and time ranked, retain accuracy and MIA shown"
+    "The paper's `tab:imagenet`: one row per method of the paper's (the Original, no Gold), RF-JSD and time ranked, retain accuracy and MIA shown"
     from lotus_nb.report import summarize, fmt_pm, rank_row, is_reference
-    df = results[results.method != 'gold']
+    df = results[results.method.isin(PAPER_COLUMNS['tab:imagenet'])]
     cols = [c for c, *_ in LARGE_COLS.values()]
     mean, std = summarize(df, cols); rank = {}
     out = pd.DataFrame({lab: [fmt_pm(mean.loc[m, c]*k, std.loc[m, c]*k, d) if pd.notna(mean.loc[m, c]) else '(pre-trained)' for m in mean.index]
@@ -227,11 +288,13 @@ def table_large_scale(results:pd.DataFrame # rows of the ImageNet benchmark: one
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #45b3c0b6
-def pcc_jsd_rf(results:pd.DataFrame # rows of one benchmark with a gold model (jsd and rf_jsd columns)
+def pcc_jsd_rf(results:pd.DataFrame, # rows of one benchmark with a gold model (jsd and rf_jsd columns)
+               methods=None           # the methods correlated (registry names); None: every unlearning method that ran
               ) -> tuple: # (PCC, p-value); both nan with fewer than 3 methods or a constant column
     "Pearson correlation and p-value of the unlearning methods' mean JSD and mean RF-JSD"
     from scipy.stats import pearsonr
     from lotus_nb.report import is_reference
+    if methods is not None: results = results[results.method.isin(methods)]
     m = results[[not is_reference(x) for x in results.method]].groupby('method')[['jsd', 'rf_jsd']].mean().dropna()
     if len(m) < 3 or m.jsd.nunique() < 2 or m.rf_jsd.nunique() < 2: return float('nan'), float('nan')
     r = pearsonr(m.jsd, m.rf_jsd); return float(r.statistic), float(r.pvalue)
@@ -244,6 +307,27 @@ def table_pcc(parts:dict # row label -> the results rows of one benchmark
     r, p = np.array([v[0] for v in vals.values()]), np.array([v[1] for v in vals.values()])
     out.loc['Mean ± Std'] = [f'{np.nanmean(r):.2f} ± {np.nanstd(r):.2f}', f'{np.nanmean(p):.4f} ± {np.nanstd(p):.4f}']
     return out
+
+# %% ../nbs/22_paper_tables.ipynb #3d5539fe
+def table_pcc_paper(parts:dict # PaperBenchmark -> results rows or None, as paper_parts('tab:pcc', ...) gives
+                   ) -> pd.DataFrame:
+    "The paper's `tab:pcc`: its ten benchmarks in order, the paper's methods correlated; mean ± std over those that ran"
+    vals = {block_label(pb, pct=True): pcc_jsd_rf(df, PAPER_METHODS) if df is not None and len(df) else (np.nan, np.nan)
+            for pb, df in parts.items()}
+    f = lambda x, d: f'{x:.{d}f}' if np.isfinite(x) else MISSING
+    out = pd.DataFrame({'PCC': {k: f(r, 2) for k, (r, p) in vals.items()}, 'p-value': {k: f(p, 4) for k, (r, p) in vals.items()}})
+    r, p = np.array([v[0] for v in vals.values()]), np.array([v[1] for v in vals.values()])
+    ok = np.isfinite(r)
+    out.loc['Mean ± Std'] = [f'{r[ok].mean():.2f} ± {r[ok].std():.2f}', f'{p[ok].mean():.4f} ± {p[ok].std():.4f}'] if ok.any() else [MISSING]*2
+    return out
+
+# %% ../nbs/22_paper_tables.ipynb #26219a39
+GUMBEL_ROWS = [f'{m} | {v}' for m in ('Avg Gap', 'JSD ×1e4') for v in ('Gumbel-Softmax', 'Softmax with Temperature')]
+
+def gumbel_shape(table:pd.DataFrame # rows '<metric> | <activation>', columns block labels (block_label of the benchmarks run)
+                ) -> pd.DataFrame:
+    "`table` on the paper's `tab:gumbel` grid: GUMBEL_ROWS x the eight benchmarks, `MISSING` where none ran"
+    return shape(table, GUMBEL_ROWS, [block_label(pb) for pb in PAPER_BENCHMARKS['tab:gumbel']])
 
 # %% ../nbs/22_paper_tables.ipynb #3ec37311
 def pick_memorised(p_orig:torch.Tensor, # N x K probabilities of f_orig on the forget set

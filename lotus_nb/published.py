@@ -286,6 +286,18 @@ def _class_name(c, names) -> str:
     if isinstance(c, str) and not c.strip().lstrip('-').isdigit(): return c.lower()
     return str(names[int(c)]).lower() if names is not None else str(int(float(c)))
 
+def _pcc_rows(out:pd.DataFrame) -> pd.DataFrame:
+    "tab:pcc's cells of each benchmark: Pearson's r (and its p-value) of the paper's methods' mean JSD (the authors' formula) and RF-JSD"
+    from scipy.stats import pearsonr
+    from lotus_nb.report import PAPER_METHODS
+    rows = []
+    for key, b in out[out.method.isin([m for m in PAPER_METHODS if m != 'gold'])].groupby(BENCH, dropna=False):
+        m = b.pivot_table(index='method', columns='metric', values='mean')
+        if not {'jsd_legacy', 'rf_jsd'} <= set(m) or len(m := m[['jsd_legacy', 'rf_jsd']].dropna()) < 3 or m.nunique().min() < 2: continue
+        r = pearsonr(m.jsd_legacy, m.rf_jsd)
+        rows += [dict(zip(BENCH, key), method='', metric=k, mean=float(v), std=math.nan, seeds=len(m)) for k, v in (('pcc', r.statistic), ('p_value', r.pvalue))]
+    return pd.DataFrame(rows)
+
 def ours_long(rows,             # results rows: a DataFrame of results.csv (read_results) or a list of row dicts
               classes:dict=None, # {dataset: class names (a list, or {index: name})}: names the forgotten class of class unlearning
               variant:str=''     # the rows' variant: '' (as run), 'softmax' (LoTUS with softmax, tab:gumbel's second row)
@@ -305,7 +317,7 @@ def ours_long(rows,             # results rows: a DataFrame of results.csv (read
     gold = out[(out.method == 'gold') & out.metric.isin(GAP_METRICS)].drop(columns=['method', 'std', 'seeds'])
     gaps = out[(out.method != 'gold') & out.metric.isin(GAP_METRICS)].merge(gold, on=BENCH + ['metric'], suffixes=('', '_gold'))
     gaps = gaps.assign(mean=(gaps['mean'] - gaps['mean_gold']).abs(), std=math.nan, metric='gap_' + gaps.metric).drop(columns='mean_gold')
-    out = pd.concat([out, gaps], ignore_index=True)
+    out = pd.concat([out, gaps, _pcc_rows(out)], ignore_index=True)
     out.insert(0, 'arch', out.model.map(lambda m: LABELS.get(m, m)))
     out = out.rename(columns={'dataset': 'dataset_id', 'model': 'model_id'})
     out.insert(1, 'dataset', out.dataset_id.map(lambda d: LABELS.get(d, d)))

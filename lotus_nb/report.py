@@ -12,9 +12,11 @@ from .metrics import GAP_KEYS
 from .methods import METHODS, load_methods, list_methods, method_config, MethodConfig
 
 # %% auto #0
-__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'SUPP_LABELS', 'EXTRA_MIA', 'display_name', 'is_reference', 'ordered_methods',
-           'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'metric_table', 'table_avg_gap', 'gaps_to_gold',
-           'table_avg_gap_supp', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
+__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'SUPP_LABELS', 'EXTRA_MIA', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING',
+           'SUPP_ROWS', 'display_name', 'is_reference', 'ordered_methods', 'summarize', 'fmt_pm', 'rank_row',
+           'make_table', 'render', 'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'best_of',
+           'shape', 'table_paper', 'table_supp_paper', 'report_tables', 'table_hyperparams', 'save_table',
+           'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #0e4f1a79
 def display_name(m:str # a method's registry name, e.g. 'lotus'
@@ -135,6 +137,63 @@ def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows
     for k in keys: t.loc[labels[k], 'best'] = ''
     t.attrs['rank'] = {rc: v for rc, v in t.attrs['rank'].items() if rc[0].startswith('|Δ')}
     return t
+
+# %% ../nbs/07_report.ipynb #73db6c28
+PAPER_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus')
+PAPER_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD ×1e4': ('jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2)}
+MISSING = '—'   # a cell the paper has and we do not: the method did not run, or the block has no benchmark
+
+def best_of(table:pd.DataFrame, # a ranked table (ranks in attrs['rank'])
+            row:str              # a row label, e.g. 'Avg Gap'
+           ) -> str: # the column ranked first in `row`; '' when none is
+    "The column ranked first in `row` of `table`"
+    return next((c for (r, c), k in table.attrs.get('rank', {}).items() if r == row and k == 1), '')
+
+def shape(table:pd.DataFrame, # a ranked table (make_table, metric_table)
+          rows,               # the row labels, in order
+          columns             # the column labels, in order
+         ) -> pd.DataFrame:
+    "`table` on exactly `rows` x `columns` (absent or empty cells `MISSING`, no `best` column), its ranks kept"
+    out = table.reindex(index=list(rows), columns=list(columns)).astype(object).fillna('').replace('', MISSING)
+    out.attrs['rank'] = {(r, c): k for (r, c), k in table.attrs.get('rank', {}).items() if r in out.index and c in out.columns}
+    return out
+
+def table_paper(results:pd.DataFrame,  # rows of results.csv of one benchmark: one per (method, seed)
+                methods=PAPER_METHODS, # the columns (registry names), in order; only these are ranked
+                rows:dict=PAPER_ROWS   # {label: (column, scale, digits)}, in order
+               ) -> pd.DataFrame:
+    "One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods`, the paper's methods alone ranked"
+    df = results[results.method.isin(methods)]
+    t = metric_table(df, rows) if len(df) else pd.DataFrame()
+    return shape(t, rows, [display_name(m) for m in methods])
+
+# %% ../nbs/07_report.ipynb #a9d3ef9f
+SUPP_ROWS = {'MIA Acc.': 'mia', 'Forget Acc.': 'acc_forget', 'Retain Acc.': 'acc_retain', 'Test Acc.': 'acc_test', 'Avg Gap': 'avg_gap'}
+
+def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, gold's rows included (one per seed)
+                     methods=PAPER_METHODS, # the columns (registry names), in order; only these are ranked
+                     digits:int=2           # decimals of the accuracies and their gaps (Avg Gap: 4)
+                    ) -> pd.DataFrame:
+    "One benchmark's block of `tab:avg_gap_supp` as printed: `mean ± std (gap to Gold)` per Avg Gap term, then Avg Gap; gaps ranked"
+    df = results[results.method.isin(methods)]
+    keys = [k for k in GAP_KEYS if k in df and df[k].notna().any()]
+    if not len(df): return shape(pd.DataFrame(), SUPP_ROWS, [display_name(m) for m in methods])
+    g = gaps_to_gold(df, keys) if (df.method == 'gold').any() else df
+    cols = [c for c in [*SUPP_ROWS.values(), *(f'gap_{k}' for k in keys)] if c in g]
+    mean, std = summarize(g, cols); cells, ranks = {}, {}
+    for label, k in SUPP_ROWS.items():
+        if k not in mean or mean[k].isna().all(): continue
+        gap, d = (f'gap_{k}', digits) if k != 'avg_gap' else ('avg_gap', 4)
+        gtxt = lambda m: f' ({mean.loc[m, gap]:.{d}f})' if k != 'avg_gap' and gap in mean and pd.notna(mean.loc[m, gap]) else ''
+        cells[label] = {m: fmt_pm(mean.loc[m, k], std.loc[m, k], d) + gtxt(m) for m in mean.index if pd.notna(mean.loc[m, k])}
+        if gap in mean: ranks[label] = rank_row(mean[gap])
+    return shape(make_table(cells, ranks), SUPP_ROWS, [display_name(m) for m in methods])
+
+def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
+                 ) -> dict: # file suffix -> table
+    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape; '_extra': every method that ran and every metric"
+    return {'avg_gap': table_paper(results), 'avg_gap_supp': table_supp_paper(results),
+            'avg_gap_extra': table_avg_gap(results, MAIN_ROWS), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
 
 # %% ../nbs/07_report.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply

@@ -38,6 +38,29 @@ def test_every_artifact_is_built_or_explained(built):
     index = (built/'index.md').read_text()
     for label in LABELS: assert f'`{label}`' in index
     assert '**' in (built/'tables'/'avg_gap.md').read_text(), "best in bold"
+    # embedded scale: stand-ins, so the paper's numbers are shown nowhere beside them
+    assert not [l for l, e in entries.items() if e.get('published')], "published values beside stand-ins"
+    assert not [l for l in entries if l.endswith('_vs_published')] and not list((built/'tables').glob('*_vs_published*'))
+
+def test_tables_have_the_papers_shape(built):
+    "tab:avg_gap as the paper prints it: its ten columns, its six blocks in order (the ViT and MUFAC ones empty: no stand-in), extras apart"
+    from lotus_nb.report import PAPER_METHODS, MISSING, display_name
+    t = pd.read_csv(built/'tables'/'avg_gap.csv', index_col=0)
+    assert list(t.columns) == [display_name(m) for m in PAPER_METHODS], t.columns
+    blocks = ['ViT TinyIN', 'ViT C-100', 'ViT MUFAC', 'RN18 TinyIN', 'RN18 C-100', 'RN18 MUFAC']
+    assert list(t.index) == [f'{b} | {r}' for b in blocks for r in ('Avg Gap', 'JSD ×1e4', 'Time (min.)')], t.index
+    assert (t.loc['ViT C-100 | Avg Gap'] == MISSING).all() and t.loc['RN18 C-100 | Avg Gap', 'LoTUS'] != MISSING
+    assert t.loc['RN18 TinyIN | Avg Gap', 'LoTUS'] == MISSING, "datasets=[digits]: the F-MNIST stand-in did not run"
+    x = pd.read_csv(built/'tables'/'avg_gap_extra.csv', index_col=0)
+    assert 'Original' in x.columns and 'best' in x.columns
+    pcc = pd.read_csv(built/'tables'/'pcc.csv', index_col=0)
+    assert len(pcc) == 11 and pcc.index[-1] == 'Mean ± Std', pcc.index
+    supp = pd.read_csv(built/'tables'/'avg_gap_supp.csv', index_col=0)
+    assert len(supp) == 40 and list(supp.columns) == list(t.columns)
+    fifty = pd.read_csv(built/'tables'/'fifty_supp.csv', index_col=0)
+    assert list(fifty.columns) == ['Finetuning', 'NegGrad+', 'RndLbl', 'LoTUS']
+    tau = json.loads((built/'manifest'/'tau.json').read_text())
+    assert 'epochs of LoTUS' in tau['caption'] and 'RN18' in tau['caption'], tau['caption']
 
 def test_ray_gives_the_same_rows(built, tmp_path):
     pytest.importorskip('ray')

@@ -1,6 +1,8 @@
 """nbs/class_unlearning.ipynb (tab:class, fig:gradcams) and nbs/data_analysis.ipynb (fig:hash_diff, fig:mufac_examples,
 fig:mufac_classes) run by papermill in reduced form: the artifacts, their manifest entries, and the notes on missing data."""
 import json
+from lotus_nb.report import PAPER_METHODS, MISSING, display_name
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_nb, outputs, show, read_rows
@@ -43,9 +45,15 @@ def test_tab_class(class_run):
     assert "class '3' stands for C-100 'beaver'" in e['caption'] and 'F-MNIST' not in e['caption'], e['caption']
     assert_files(out, e, ['md', 'tex', 'csv'])
     t = pd.read_csv(out/e['files']['csv'], index_col=0)
-    assert list(t.columns) == ['Original', 'Gold Std', 'LoTUS', 'best'], t.columns
-    assert list(t.index) == [f'{ROW} | Avg Gap', f'{ROW} | JSD x1e4', f'{ROW} | Time (min.)'], t.index
-    assert (t['best'] == 'LoTUS').all() and t['Gold Std'].str.startswith('0.0000').iloc[0]
+    # the paper's grid: its ten columns, its two blocks (TinyIN has no run here: cells —), its rows
+    assert list(t.columns) == [display_name(m) for m in PAPER_METHODS], t.columns
+    B = 'RN18 C-100 Beaver'
+    assert list(t.index) == [f'{b} | {r}' for b in ('RN18 TinyIN Pizza', B) for r in ('Avg Gap', 'JSD ×1e4', 'Time (min.)')], t.index
+    assert t.loc[f'{B} | Avg Gap', 'Gold Std'].startswith('0.0000') and t.loc[f'{B} | Avg Gap', 'Finetuning'] == MISSING
+    assert (t.loc['RN18 TinyIN Pizza | Avg Gap'] == MISSING).all() and 'Original' not in t.columns
+    assert '**' in (out/e['files']['md']).read_text()
+    x = pd.read_csv(out/manifest(out, 'tab:class_extra')['files']['csv'], index_col=0)
+    assert list(x.columns) == ['Original', 'Gold Std', 'LoTUS', 'best'] and (x['best'] == 'LoTUS').all(), x
     df = read_rows(out/'results.csv')
     assert sorted(df.method) == ['gold', 'lotus', 'original'] and set(df.seed) == {1} and set(df.forget_class) == {3}, df
     assert (df.loc[df.method == 'gold', 'acc_forget'] == 0).all(), "the gold model never saw the class"
@@ -79,13 +87,44 @@ def analysis_embedded(tmp_path_factory):
     assert res.returncode == 0, show(res)
     return tmp, out
 
+def hash_diff_data(out, e) -> pd.DataFrame:
+    "The values fig:hash_diff plots (figures/hash_diff.csv, listed in its manifest entry), checked for shape and consistency"
+    assert e['files']['csv'] == 'figures/hash_diff.csv', e['files']
+    t = pd.read_csv(out/e['files']['csv'])
+    assert list(t.columns) == ['dataset', 'statistic', 'bits', 'count', 'cumulative']
+    for (ds, stat), g in t.groupby(['dataset', 'statistic']):
+        assert g.bits.tolist() == list(range(65)), (ds, stat)
+        assert (g['count'] >= 0).all() and (g.cumulative.diff().dropna() >= -1e-12).all() and abs(g.cumulative.iloc[-1] - 1) < 1e-9
+        assert abs(g.cumulative - g['count'].cumsum()/g['count'].sum()).max() < 1e-9, (ds, stat)
+    assert set(t.statistic) == {'all pairs', 'nearest'}
+    return t
+
+def counts(t, ds, stat) -> np.ndarray: return t[(t.dataset == ds) & (t.statistic == stat)]['count'].to_numpy()
+
 def test_hash_diff_embedded(analysis_embedded):
+    "The paper's statistic (every forget-retain pair) and the nearest one, checked against imagehash's own distance on digits"
     tmp, out = analysis_embedded
     e = manifest(out, 'fig:hash_diff')
     assert_files(out, e, ['png', 'pdf'])
     assert 'digits (for C-10, C-100)' in e['caption'] and 'F-MNIST (for TinyIN)' in e['caption'] and 'phash' in e['caption'], e['caption']
+    assert 'every forget-retain pair' in e['caption'] and 'abs(forget_hash - retain_hash)' in e['caption'], e['caption']
+    assert e['published'] == '', "no published values beside stand-ins"
+    t = hash_diff_data(out, e)
+    assert set(t.dataset) == {'digits (for C-10, C-100)', 'F-MNIST (for TinyIN)'}
+    import imagehash
+    from PIL import Image
+    from lotus_nb.data import load_dataset, dataset_splits
+    d = load_dataset('digits'); sp = dataset_splits(d, 0.1, 3407)                 # the first paper seed draws the forget set
+    h = lambda idx: [imagehash.phash(Image.fromarray(d.x_train[i, 0].numpy())) for i in idx]
+    hf, hr = h(sp.forget), h(sp.retain)
+    diff = np.array([[abs(a - b) for b in hr] for a in hf])                       # the authors' abs(forget_hash - retain_hash)
+    assert counts(t, 'digits (for C-10, C-100)', 'all pairs').tolist() == np.bincount(diff.ravel(), minlength=65).tolist()
+    assert counts(t, 'digits (for C-10, C-100)', 'nearest').tolist() == np.bincount(diff.min(1), minlength=65).tolist()
+    fm = counts(t, 'F-MNIST (for TinyIN)', 'all pairs').sum(), counts(t, 'F-MNIST (for TinyIN)', 'nearest').sum()
+    assert fm == (250*2250, 250), fm                                              # 10% of the 2,500 images against the rest
     o = outputs(tmp/'analysis.ipynb')
-    assert 'share within 8 bits' in o and 'The forget set closest to its retain set is' in o
+    assert 'share within 8 bits' in o and 'mean pair distance' in o and 'The forget set closest to its retain set' in o
+    assert 'as the paper finds' not in o and 'unlike the paper' not in o
 
 def test_mufac_missing_embedded(analysis_embedded):
     "Without MUFAC, its two figures are manifest entries that say how to get it"
@@ -124,6 +163,12 @@ def test_hash_diff_paper(analysis_paper):
     e = manifest(out, 'fig:hash_diff')
     assert_files(out, e, ['png', 'pdf'])
     assert 'Datasets: C-10, MUFAC.' in e['caption'], e['caption']
+    assert e['published'], "the paper's finding is quoted at paper scale"
+    t = hash_diff_data(out, e)
+    n_f, n_r = info['sizes']['forget'], info['sizes']['retain']
+    assert (counts(t, 'MUFAC', 'all pairs').sum(), counts(t, 'MUFAC', 'nearest').sum()) == (n_f*n_r, n_f)
+    assert (counts(t, 'C-10', 'all pairs').sum(), counts(t, 'C-10', 'nearest').sum()) == (10*90, 10)
+    assert counts(t, 'MUFAC', 'nearest')[0] == 0, "the cleaned forget set has no copy in the retain set"
     assert 'cifar-100-python.tar.gz' in e['missing'] and 'tiny-imagenet-200.zip' in e['missing'] and 'MUFAC' not in e['missing'], e['missing']
     o = outputs(tmp/'analysis.ipynb')
     assert 'not analysed, data missing: C-100' in o and 'not analysed, data missing: TinyIN' in o

@@ -1,6 +1,7 @@
 """nbs/unseen_sets.ipynb (tab:cifar) and nbs/ablations.ipynb (tab:gumbel, tab:alpha_search, tab:lotus_salun, fig:retain_sweep)
 run by papermill in reduced form: the artifacts, their manifest entries, the rows in the shared store, and CIFAKE missing or present."""
 import json
+from lotus_nb.report import PAPER_METHODS, MISSING, display_name
 import pandas as pd
 import pytest
 from conftest import run_nb, outputs, show, read_rows
@@ -29,8 +30,12 @@ def test_tab_cifar(paper_dir):
     assert e['label'] == 'tab:cifar' and not e['missing'] and 'papermill nbs/unseen_sets.ipynb' in e['command']
     assert 'RN18-small / digits (for C-10)' in e['caption'] and 'PCA' in e['caption'], e['caption']
     t = pd.read_csv(out/e['files']['csv'], index_col=0)
-    assert list(t.columns) == ['Original', 'Gold Std', 'Finetuning', 'LoTUS', 'LoTUS (synthetic D_u)', 'best'], t.columns
-    assert t['LoTUS (synthetic D_u)'].notna().all() and (t.index.str.contains('Avg Gap')).any()
+    # the paper's grid: Gold Std, the nine methods, LoTUS with a synthetic D_u; blocks ViT (no stand-in: cells —) and RN18
+    assert list(t.columns) == [display_name(m) for m in PAPER_METHODS] + ['LoTUS (synthetic D_u)'], t.columns
+    assert list(t.index) == [f'{b} | {r}' for b in ('ViT C-10', 'RN18 C-10') for r in ('Avg Gap', 'JSD ×1e4', 'Time (min.)')], t.index
+    assert (t.loc['RN18 C-10 | Avg Gap', ['Gold Std', 'Finetuning', 'LoTUS', 'LoTUS (synthetic D_u)']] != MISSING).all()
+    assert (t.loc['ViT C-10 | Avg Gap'] == MISSING).all()
+    assert 'Original' in pd.read_csv(out/manifest(out, 'tab:cifar_extra')['files']['csv'], index_col=0).columns
     df = read_rows(out/'results.csv')
     syn = df[df.unseen == 'synthetic']
     assert syn.method.tolist() == ['lotus'] and {'original', 'gold', 'finetune', 'lotus'} <= set(df.loc[df.unseen == 'heldout', 'method'])
@@ -98,3 +103,10 @@ def test_cifake_missing_then_present(tmp_path):
     df = read_rows(out/'results.csv')
     assert df.loc[df.unseen == 'cifake', 'method'].tolist() == ['lotus'] and len(df) == 3
     assert json.loads(next((out/'runs').glob('lotus_seed1_*.json')).read_text())['config']['epochs'] == 1
+    # paper scale: ours beside the published cells of tab:cifar (JSD on the authors' scale), cell by cell
+    vs = pd.read_csv(out/manifest(out, 'tab:cifar_vs_published')['files']['csv'], index_col=0)
+    assert {'published', 'ours', 'difference', 'ours_metric'} <= set(vs.columns), vs.columns
+    lo = vs[(vs.method == 'lotus') & (vs.arch == 'RN18') & (vs.unseen == 'heldout')].set_index('metric')
+    assert lo.loc['avg_gap', 'published'] == 0.035 and lo.loc['jsd', 'ours_metric'] == 'jsd_legacy', lo   # tex: RN18 C-10 LoTUS
+    assert abs(lo.loc['avg_gap', 'difference'] - (lo.loc['avg_gap', 'ours'] - 0.035)) < 1e-9
+    assert vs[(vs.method == 'lotus') & (vs.unseen == 'cifake') & (vs.arch == 'RN18')].ours.notna().any(), "LoTUS with CIFAKE as D_u"
