@@ -34,7 +34,7 @@ def paper_tex(repo_root=None # the checkout's root; None: the folder above the p
 
 # %% ../nbs/27_published.ipynb #cef09292
 def group(s:str, # TeX source
-          i:int  # index of an opening brace in `s`
+          i:int  # index of an opening brace in s
          ) -> tuple:
     "The text inside the brace group opening at `s[i]`, and the index just after its closing brace"
     if s[i] != '{': raise ValueError(f"no brace group at {i}: {s[i:i+20]!r}")
@@ -55,7 +55,7 @@ def split_top(s:str,  # TeX source
     return out + [''.join(cur)]
 
 def take(s:str,   # TeX source
-         name:str # a one-argument macro, e.g. 'std' for `\std{0.01}`
+         name:str # a one-argument macro, e.g. 'std' for \std{0.01}
         ) -> tuple:
     "`s` without its `\\name{...}` macros, and their arguments in order"
     args = []
@@ -80,7 +80,7 @@ def number(t:str # plain text of a cell
     try: return float(t)
     except ValueError: return math.nan   # '' too
 
-def cell(s:str # a value cell of a table's source, e.g. `\tb{0.30\std{0.01}}` or `0.94\std{0.00}\tb{\bl{0.00}}`
+def cell(s:str # a value cell of a table's source, e.g. \tb{0.30\std{0.01}} or 0.94\std{0.00}\tb{\bl{0.00}}
         ) -> dict:
     "The printed mean, its `\\std`, its gap to Gold (`\\bl`, NaN where none) and the mean's text"
     s, std = take(s, 'std'); s, gap = take(s, 'bl')
@@ -89,7 +89,8 @@ def cell(s:str # a value cell of a table's source, e.g. `\tb{0.30\std{0.01}}` or
     return dict(mean=number(text), std=number(tex_text(std[0])) if std else math.nan, gap=number(gap_text), text=text, gap_text=gap_text)
 
 # %% ../nbs/27_published.ipynb #f08d7a90
-def strip_comments(tex:str) -> str:
+def strip_comments(tex:str # TeX source
+                  ) -> str:
     "`tex` without its % comments (an escaped \\% stays)"
     return re.sub(r'(?<!\\)%.*', '', tex)
 
@@ -162,7 +163,17 @@ def bench_labels(t:str # a block's labels joined by '|', e.g. 'ViT|C-100', 'Tiny
     return out
 
 # %% ../nbs/27_published.ipynb #80f12fe7
-def record(table, metric, method, c, arch='', dataset='', forget_pct=0.1, forget_class='', unseen='heldout', variant='') -> dict:
+def record(table:str,          # the paper's label, e.g. 'tab:avg_gap'
+           metric:str,         # our metric name, e.g. 'avg_gap'
+           method:str,         # our registry name ('' for a row of tab:pcc)
+           c:dict,             # the parsed cell (cell's mean, std, text)
+           arch:str='',        # 'ViT' or 'RN18' ('' where the table has none)
+           dataset:str='',     # the paper's dataset label, e.g. 'C-100'
+           forget_pct=0.1,     # fraction forgotten (NaN for class unlearning)
+           forget_class='',    # the class forgotten, by name ('' for instance unlearning)
+           unseen='heldout',   # the methods' D_u: 'heldout' or 'cifake'
+           variant=''          # '' or 'softmax' (tab:gumbel)
+          ) -> dict:
     "One stored cell: the table, its benchmark, method and metric, the printed mean and std, the scale they are printed at"
     return dict(table=table, arch=arch, dataset=dataset, forget_pct=forget_pct, forget_class=forget_class, unseen=unseen,
                 variant=variant, method=method, metric=metric, mean=c['mean'], std=c['std'], scale=SCALES.get(metric, 1.), text=c['text'])
@@ -194,7 +205,9 @@ def row_methods(rows:list, # table_rows of a table with one row per method (tab:
     metrics = [metric_name(tex_text(c)) for c in rows[0][1:]]
     return [record(table, k, method_name(tex_text(r[0]))[0], cell(c), **bench) for r in rows[1:] for k, c in zip(metrics, r[1:])]
 
-def pcc_rows(rows:list, table:str='tab:pcc') -> list:
+def pcc_rows(rows:list,          # table_rows of tab:pcc
+             table:str='tab:pcc' # the label the records carry
+            ) -> list:
     "The records of `tab:pcc`: PCC and p-value per benchmark (method ''), and their mean over benchmarks (arch, dataset '')"
     metrics = [metric_name(tex_text(c)) for c in rows[0][2:]]
     out = []
@@ -208,7 +221,9 @@ def pcc_rows(rows:list, table:str='tab:pcc') -> list:
         out += [record(table, k, '', cell(c), **b) for k, c in zip(metrics, r[2:])]
     return out
 
-def gumbel_rows(rows:list, table:str='tab:gumbel') -> list:
+def gumbel_rows(rows:list,             # table_rows of tab:gumbel
+                table:str='tab:gumbel' # the label the records carry
+               ) -> list:
     "The records of `tab:gumbel`: LoTUS with Gumbel-softmax (variant '') and softmax with temperature (variant 'softmax')"
     archs = []
     for c in rows[0][2:]:
@@ -261,7 +276,8 @@ def read_published(path=DATA_FILE # a stored table of published values
 @functools.lru_cache(maxsize=1)
 def _stored() -> pd.DataFrame: return read_published()
 
-def check_table(label:str) -> str:
+def check_table(label:str # a paper label, e.g. 'tab:avg_gap'
+               ) -> str:
     "`label` if it names one of the stored tables, else a `ValueError` listing them"
     if label not in TABLES: raise ValueError(f"no published table {label!r}; the stored tables are {', '.join(TABLES)}")
     return label
@@ -332,7 +348,12 @@ BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), '
 OURS_METRIC = {'jsd': 'jsd_legacy'}   # the published JSD is on the public code's scale (PROTOCOL section 3): ours beside it is jsd_legacy
 KEYS = ['arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric']
 
-def bench_key(dataset, model, forget_pct, forget_class, unseen) -> tuple:
+def bench_key(dataset,      # registry name of the dataset
+              model,        # registry name of the model
+              forget_pct,   # fraction forgotten; None or NaN for class unlearning
+              forget_class, # the class forgotten, by name; '' or None for instance unlearning
+              unseen        # the methods' D_u: 'heldout' or a dataset
+             ) -> tuple:
     "A benchmark's identity as registry names (forget_pct rounded, None for class unlearning; the class by name, lower case)"
     pct = None if forget_pct is None or (isinstance(forget_pct, float) and math.isnan(forget_pct)) else round(float(forget_pct), 6)
     return (dataset, model, pct, (forget_class or '').lower(), unseen)

@@ -82,7 +82,7 @@ def render(table:pd.DataFrame, # a make_table table, ranks in attrs['rank']
           ) -> pd.DataFrame:
     "`table` with its best cell of each row in bold and the second underlined, in `style` 'md' or 'tex' markup"
     bold, under, esc = MARKUP[style]; rank = table.attrs.get('rank', {})
-    out = table.copy()
+    out = table.astype(object)   # text goes into every cell, whatever the column held
     for r in out.index:
         for c in out.columns:
             k, v = rank.get((r, c)), esc(out.loc[r, c])
@@ -145,7 +145,7 @@ MISSING = '—'   # a cell the paper has and we do not: the method did not run, 
 
 def best_of(table:pd.DataFrame, # a ranked table (ranks in attrs['rank'])
             row:str              # a row label, e.g. 'Avg Gap'
-           ) -> str: # the column ranked first in `row`; '' when none is
+           ) -> str: # the column ranked first in that row; '' when none is
     "The column ranked first in `row` of `table`"
     return next((c for (r, c), k in table.attrs.get('rank', {}).items() if r == row and k == 1), '')
 
