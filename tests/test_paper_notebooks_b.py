@@ -95,13 +95,15 @@ def test_cifake_missing_then_present(tmp_path):
     e = manifest(out, 'tab:cifar')
     assert 'cifake' in e['missing'].lower() and 'kaggle' in e['missing'].lower(), e
     t = pd.read_csv(out/e['files']['csv'], index_col=0)
-    assert 'LoTUS' in t and 'LoTUS (synthetic D_u)' not in t and any(i.startswith('RN18 / C-10') for i in t.index)
+    syn = 'LoTUS (synthetic D_u)'   # the paper's last column: empty (—) until CIFAKE is there
+    assert 'LoTUS' in t and (t[syn] == '—').all() and any(i.startswith('RN18 C-10') for i in t.index), t
     write_cifake(data, per_class=3)
     res = run_nb('unseen_sets', tmp_path/'b.ipynb', *args, env=env)
     assert res.returncode == 0, show(res)
     e = manifest(out, 'tab:cifar')
     assert not e['missing'], e
-    assert 'LoTUS (synthetic D_u)' in pd.read_csv(out/e['files']['csv'], index_col=0)
+    t = pd.read_csv(out/e['files']['csv'], index_col=0)
+    assert (t.loc[[i for i in t.index if i.startswith('RN18 C-10')], syn] != '—').all(), t
     df = read_rows(out/'results.csv')
     assert df.loc[df.unseen == 'cifake', 'method'].tolist() == ['lotus'] and len(df) == 3
     assert json.loads(next((out/'runs').glob('lotus_seed1_*.json')).read_text())['config']['epochs'] == 1
