@@ -28,7 +28,9 @@ def lotus_vs_gold(results_csv):
 def evaluate_vs_forward(dataset='fashionmnist', repeats=3):
     "Seconds of `evaluate` (reference outputs cached) and of one plain forward pass over the same four splits"
     from lotus_nb.experiment import benchmark_defaults
-    from lotus_nb.data import load_dataset, make_splits, tensor_splits
+    from lotus_nb.data import load_dataset
+    from lotus_nb.splits import make_splits
+    from lotus_nb.loaders import tensor_splits
     from lotus_nb.models import create_model, reinit_copy
     from lotus_nb.training import predict, get_device, to_device
     from lotus_nb.metrics import evaluate, reference_outputs

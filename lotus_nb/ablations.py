@@ -4,20 +4,22 @@
 
 # %% ../nbs/26_ablation_study.ipynb #a1af6eaa
 from __future__ import annotations
-import dataclasses, json
+import dataclasses
 from pathlib import Path
 import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
 from .data import check_choice
-from .training import get_device
-from .experiment import BenchmarkSpec, Benchmark, resolve_spec, read_results, row_id
-from .grid import plan_grid, EXECUTORS
+from .methods import is_reference, role_method
+from .store import Store, row_id
+from .experiment import BenchmarkSpec
 from .paper import plan_table, on_datasets, LABELS, table_benchmarks
-from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold, is_reference
+from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
+
+VARIANT_OF = 'lotus'   # the method whose variants this chapter studies: every table below selects its rows by this name
 
 # %% auto #0
-__all__ = ['PUBLISHED_TEXT', 'SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'GUMBEL_VARIANTS', 'VAL_GAP_KEYS', 'TEST_COLUMNS',
-           'SWEEP_METRICS', 'paper_key', 'plan_ablation', 'lotus_variant', 'run_rows', 'rename_column',
+__all__ = ['VARIANT_OF', 'PUBLISHED_TEXT', 'SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'GUMBEL_VARIANTS', 'VAL_GAP_KEYS',
+           'TEST_COLUMNS', 'SWEEP_METRICS', 'paper_key', 'plan_ablation', 'lotus_variant', 'rename_column',
            'with_synthetic', 'table_cifar', 'lotus_unseen_accuracy', 'table_gumbel', 'stack_runs', 'val_avg_gap',
            'alpha_criterion', 'select_alpha', 'table_alpha', 'table_lotus_salun', 'sweep_frame', 'plot_retain_sweep',
            'table_retain_sweep']
@@ -71,32 +73,6 @@ def lotus_variant(spec:BenchmarkSpec,      # the main benchmark the variant chan
     if hyper: over[method] = {**over.get(method, {}), **hyper}
     return dataclasses.replace(spec, method_overrides=over or None, retain_pct=spec.retain_pct if retain_pct is None else retain_pct)
 
-# %% ../nbs/26_ablation_study.ipynb #7e126d6f
-def run_rows(specs,                # BenchmarkSpecs, at most one per benchmark name
-             seeds,                # benchmark seeds, e.g. (3407, 13, 12)
-             methods,              # registry names of the methods to run (with gold, original as needed)
-             out_dir,              # the results store: results.csv, runs/, checkpoints/
-             executor:str='local', # 'local' or 'ray'
-             ray_address:str=None, # with 'ray': an existing cluster ('auto', 'ray://host:10001'); None: a local one
-             device:str='auto',    # torch device for the local executor; 'auto': CUDA when present
-             progress:bool=False,  # show progress bars (local executor)
-             ) -> list:            # one Benchmark per spec, in the order of specs
-    "Run the rows of `specs` x `seeds` x `methods` missing from `out_dir/results.csv`; returns a `Benchmark` (its rows) per spec"
-    if executor not in EXECUTORS: raise ValueError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
-    if executor == 'local': get_device(device)
-    preps, methods, units, missing = plan_grid(specs, seeds, methods, out_dir, skip_missing=True)
-    if units:
-        kw = dict(ray_address=ray_address) if executor == 'ray' else dict(progress=progress)
-        EXECUTORS[executor](preps, methods, units, out_dir, device, **kw)
-    df, out = read_results(Path(out_dir)/'results.csv'), []
-    for s in map(resolve_spec, specs):
-        gone = next(((name, why) for name, (sp, why) in missing.items() if sp == s), None)
-        if gone: out.append(Benchmark(pd.DataFrame(), name=gone[0], missing=gone[1], spec=s)); continue
-        p = next(p for p in preps if p.spec == s)
-        want = {p.ident(m, seed) for m in methods for seed in seeds}
-        out.append(Benchmark(df[[row_id(r) in want for _, r in df.iterrows()]].reset_index(drop=True), name=p.name, spec=s))
-    return out
-
 # %% ../nbs/26_ablation_study.ipynb #32b24620
 SYNTHETIC_METHOD, SYNTHETIC_LABEL = 'lotus_synthetic', 'LoTUS (synthetic D_u)'
 
@@ -114,7 +90,7 @@ def with_synthetic(heldout:pd.DataFrame,    # the rows of the benchmark (its uns
                    synthetic:pd.DataFrame   # the rows of the same benchmark with a synthetic unseen set
                   ) -> pd.DataFrame:
     "The rows of `heldout` and the LoTUS rows of `synthetic` as method `lotus_synthetic`"
-    syn = synthetic[synthetic.method == 'lotus'].assign(method=SYNTHETIC_METHOD)
+    syn = synthetic[synthetic.method == VARIANT_OF].assign(method=SYNTHETIC_METHOD)
     return pd.concat([heldout, syn], ignore_index=True)
 
 def table_cifar(parts:dict,     # row label -> (heldout rows, synthetic rows or None)
@@ -127,12 +103,12 @@ def table_cifar(parts:dict,     # row label -> (heldout rows, synthetic rows or 
     return rename_column(table_benchmarks(both, rows, methods), SYNTHETIC_METHOD, SYNTHETIC_LABEL)   # unknown methods come last
 
 # %% ../nbs/26_ablation_study.ipynb #ceddf718
-def lotus_unseen_accuracy(out_dir,              # the results store whose runs/ holds the LoTUS run records
-                          results:pd.DataFrame, # rows of results.csv (method, seed, setup); only LoTUS's are read
-                          ) -> float:           # NaN when there is no LoTUS row
-    "Mean over the LoTUS rows of `results` of the $\\mathrm{Acc}(f_{orig}, D_u)$ their runs recorded"
-    rows = results[results.method == 'lotus']
-    accs = [json.loads((Path(out_dir)/'runs'/f"lotus_seed{r.seed}_{r.setup}.json").read_text())['acc_unseen'] for r in rows.itertuples()]
+def lotus_unseen_accuracy(store:Store,          # the results store holding the LoTUS run records
+                          results:pd.DataFrame, # rows of the store (their key columns); only those of VARIANT_OF are read
+                          ) -> float:           # NaN when there is no such row
+    "Mean over the LoTUS rows of `results` of the $\mathrm{Acc}(f_{orig}, D_u)$ their runs recorded"
+    rows = results[results.method == VARIANT_OF]
+    accs = [store.read_record(row_id(r))['acc_unseen'] for _, r in rows.iterrows()]
     return float(np.mean(accs)) if accs else float('nan')
 
 # %% ../nbs/26_ablation_study.ipynb #4f123f3f
@@ -145,12 +121,12 @@ def table_gumbel(gumbel:dict,   # benchmark label -> its rows with LoTUS's Gumbe
     "`tab:gumbel`: LoTUS's metrics with each activation, mean ± std over seeds, the better of each pair ranked first"
     rows = rows or {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4')}
     cells, rank = {}, {}
-    has = lambda d, k: k in d and (d[k].method == 'lotus').any()
+    has = lambda d, k: k in d and (d[k].method == VARIANT_OF).any()
     for label in [k for k in gumbel if has(gumbel, k) and has(softmax, k)]:
         runs = dict(zip(GUMBEL_VARIANTS, (gumbel[label], softmax[label])))
         for metric, (col, scale, digits) in rows.items():
-            mean = {v: df.loc[df.method == 'lotus', col].mean()*scale for v, df in runs.items()}
-            std = {v: df.loc[df.method == 'lotus', col].std(ddof=0)*scale for v, df in runs.items()}
+            mean = {v: df.loc[df.method == VARIANT_OF, col].mean()*scale for v, df in runs.items()}
+            std = {v: df.loc[df.method == VARIANT_OF, col].std(ddof=0)*scale for v, df in runs.items()}
             best = min(round(m, digits) for m in mean.values())
             for v in GUMBEL_VARIANTS:
                 cells.setdefault(f'{metric} | {v}', {})[label] = fmt_pm(mean[v], std[v], digits)
@@ -185,7 +161,7 @@ def val_avg_gap(runs:pd.DataFrame # rows with benchmark, method, seed and the VA
 def alpha_criterion(runs:pd.DataFrame # the stacked runs (stack_runs): LoTUS at each alpha and the Gold Standard
                     ) -> pd.DataFrame:
     "Benchmark x alpha: the mean over seeds of LoTUS's validation Avg Gap"
-    lot = runs[runs.method == 'lotus'].assign(val_gap=val_avg_gap(runs))
+    lot = runs[runs.method == VARIANT_OF].assign(val_gap=val_avg_gap(runs))
     c = lot.pivot_table(index='benchmark', columns='alpha', values='val_gap', aggfunc='mean', sort=False)
     return c.reindex(columns=sorted(c.columns))
 
@@ -201,7 +177,7 @@ def table_alpha(runs:pd.DataFrame, # the stacked runs (stack_runs): LoTUS at eac
                 ) -> pd.DataFrame: # one row per benchmark, and 'All'
     "The alpha search: validation Avg Gap per alpha, the selected alpha, and the test metrics of the selected and the `default` alpha"
     crit, sel = alpha_criterion(runs), select_alpha(alpha_criterion(runs))
-    lot = runs[runs.method == 'lotus'].assign(val_gap=val_avg_gap(runs))
+    lot = runs[runs.method == VARIANT_OF].assign(val_gap=val_avg_gap(runs))
     alphas = sorted(crit.columns); cells, rank = {}, {}
     def stat(df, col, scale=1.):
         return df.groupby('seed')[col].mean().mean()*scale, df.groupby('seed')[col].mean().std(ddof=0)*scale
@@ -226,7 +202,7 @@ def table_lotus_salun(results:pd.DataFrame,             # rows of one benchmark 
                       ) -> pd.DataFrame:
     "Avg Gap, JSD x1e4 and time of `methods` (and Gold), with the relative change of the second against the first"
     rows = {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
-    df = results[results.method.isin(['gold', *methods])]
+    df = results[results.method.isin([role_method('gold'), *methods])]
     t = metric_table(df, rows)
     mean, _ = summarize(df, [c for c, *_ in rows.values()])
     a, b = methods
@@ -239,7 +215,7 @@ SWEEP_METRICS = {'Avg Gap': ('avg_gap', 1.), 'JSD x1e4': ('jsd', 1e4), 'Time (mi
 def sweep_frame(parts:dict # retain_pct -> the rows of the benchmark run with it
                 ) -> pd.DataFrame:
     "The LoTUS rows of `{retain_pct: rows}`, one frame with a column `retain_pct`"
-    return pd.concat([df[df.method == 'lotus'].assign(retain_pct=p) for p, df in parts.items()], ignore_index=True)
+    return pd.concat([df[df.method == VARIANT_OF].assign(retain_pct=p) for p, df in parts.items()], ignore_index=True)
 
 def plot_retain_sweep(sweep:pd.DataFrame, # LoTUS rows with their retain_pct (sweep_frame)
                       title:str='LoTUS against the retain fraction', # figure title

@@ -64,7 +64,7 @@ class BadTeacherConfig(MethodConfig):
     weight_decay: float = 0.   # no L2 penalty
     T: float = 1.          # distillation temperature of both teachers and the student
 
-@register_method('bad_teacher', BadTeacherConfig, display='BadT')
+@register_method('bad_teacher', BadTeacherConfig, display='BadT', order=5)
 def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the student's start (left unchanged)
                 task:UnlearnTask,      # its forget set and seeded 30% retain subset; task.seed seeds the bad teacher
                 cfg:BadTeacherConfig,  # hyperparameters

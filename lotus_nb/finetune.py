@@ -22,7 +22,7 @@ class FinetuneConfig(MethodConfig):
     momentum: float = 0.9      # SGD momentum
     weight_decay: float = 5e-4 # L2 penalty of the optimiser
 
-@register_method('finetune', FinetuneConfig, display='Finetuning')
+@register_method('finetune', FinetuneConfig, display='Finetuning', order=2)
 def finetune(original:nn.Module,    # f_orig: the starting point (left unchanged)
              task:UnlearnTask,      # only its retain set D_r is used
              cfg:FinetuneConfig,    # hyperparameters

@@ -23,7 +23,7 @@ class RecipeConfig:
     arch_defaults: ClassVar[dict] = {'vit': dict(recipe=RECIPES['vit'])}
     class_defaults: ClassVar[dict] = {}
 
-@register_method('original', RecipeConfig, display='Original', reference=True)
+@register_method('original', RecipeConfig, display='Original', role='original', order=0)
 def original(original:nn.Module,   # f_orig, copied and frozen (left unchanged)
              task:UnlearnTask,     # only its original_meta is read: f_orig's training time and history
              cfg:RecipeConfig,     # unused: kept for the registry's common signature
@@ -33,7 +33,7 @@ def original(original:nn.Module,   # f_orig, copied and frozen (left unchanged)
     meta = task.original_meta or {}
     return Unlearned(frozen(original), dict(time_min=meta.get('time_min', math.nan), history=meta.get('history')))
 
-@register_method('gold', RecipeConfig, display='Gold Std', reference=True)
+@register_method('gold', RecipeConfig, display='Gold Std', role='gold', order=1)
 def gold(original:nn.Module,   # f_orig: only its architecture (and init) is reused; left unchanged
          task:UnlearnTask,     # D_r to train on, D_u for early stopping; task.retrain, if set, replaces training
          cfg:RecipeConfig,     # the recipe that trains f_gold (ignored when task.retrain is set)

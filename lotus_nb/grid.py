@@ -4,19 +4,21 @@
 
 # %% ../nbs/20_grid.ipynb #2a6f6c25
 from __future__ import annotations
-import logging, time
-from collections import defaultdict
+import inspect, logging, time
+from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
-from .data import optional_import
-from .training import get_device
+from .data import optional_import, check_choice
+from .training import get_device, cache_key
+from .store import Store
 from .experiment import (BenchmarkSpec, Benchmark, resolve_spec, check_benchmark, prepare, run_seed, check_checkpoints,
-                                 report, read_results, row_id, benchmark_name)
+                                 report, benchmark_name)
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'EXECUTORS', 'GridProgress', 'plan_grid', 'run_local', 'run_ray', 'find_benchmark', 'run_grid']
+__all__ = ['log', 'EXECUTORS', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor', 'executor_options',
+           'run_local', 'run_ray', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 class GridProgress:
@@ -34,60 +36,100 @@ class GridProgress:
         log.info(f"[grid {self.done}/{self.total} rows, {el/60:.1f} min elapsed, ~{self.eta()/60:.1f} min left] {what}")
 
 # %% ../nbs/20_grid.ipynb #9aa31fc0
+@dataclass
+class GridPlan:
+    "What a grid will run: its prepared benchmarks, methods and seeds, and the units that still have rows to produce"
+    preps: list                                  # the Prepared benchmarks, one per key
+    methods: list                                # registry names (checked)
+    seeds: list                                  # the seeds every benchmark runs (checked)
+    units: list                                  # (prep index, seed, rows to run) triples
+    missing: dict = field(default_factory=dict)  # key -> (spec, why its data is absent)
+    @property
+    def rows(self) -> int: return sum(n for *_, n in self.units)
+
+def missing_key(spec:BenchmarkSpec # a resolved spec whose data is absent
+               ) -> str:
+    "The key of a benchmark that could not be prepared: its name and a hash of the spec"
+    return f"{benchmark_name(spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)}-{cache_key(**asdict(spec))[:8]}"
+
 def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; at least one
               seeds,                  # the seeds every benchmark runs
               methods,                # registry names; None: every registered method
-              out_dir,                # the shared folder of results.csv (and, by default, checkpoints/)
-              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
+              store:Store,            # the results store every unit writes to
               skip_missing:bool=False # True: a benchmark whose data is absent is set aside, not an error
-             ) -> tuple:
-    "Check and prepare every benchmark; returns `(preps, methods, units, missing)`, `units` a list of `(prep index, seed, rows to run)`"
+             ) -> GridPlan:
+    "Check and prepare every benchmark, refuse duplicates, and list the units with rows still to run"
     specs = [resolve_spec(s) for s in specs]
     if not specs: raise ValueError("the grid has no benchmark")
-    checked = [check_benchmark(s, seeds, methods, out_dir) for s in specs]
-    seeds, methods = checked[0][0], checked[0][1]
+    for i, s in enumerate(specs):
+        if s in specs[:i]: raise ValueError(f"benchmark {s} appears twice in the grid")
+    checked = [check_benchmark(s, seeds, methods, store) for s in specs]
+    seeds, methods = checked[0]
     preps, missing = [], {}
     for s in specs:
         try: preps.append(prepare(s, methods))
         except FileNotFoundError as e:
             if not skip_missing: raise
-            missing[benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen)] = (s, str(e))
+            missing[missing_key(s)] = (s, str(e))
             log.warning(f"grid: skipping {s.dataset} ({s.model}): {e}")
-    cache = Path(cache_dir) if cache_dir is not None else Path(out_dir)/'checkpoints'
-    for p in preps: check_checkpoints(p, seeds, cache)
-    done = {row_id(r) for _, r in read_results(Path(out_dir)/'results.csv').iterrows()}
+    keys = [p.key for p in preps]
+    if dup := sorted({k for k in keys if keys.count(k) > 1}):
+        raise ValueError(f"the grid has the same benchmark twice ({', '.join(dup)}): its specs differ only in what does not change a row (e.g. data_root)")
+    for p in preps: check_checkpoints(p, seeds, store)
+    done = store.done()
     units = [(i, s, n) for i, p in enumerate(preps) for s in seeds if (n := sum(p.ident(m, s) not in done for m in methods))]
-    return preps, methods, units, missing
+    return GridPlan(preps, methods, seeds, units, missing)
 
 # %% ../nbs/20_grid.ipynb #4c8d8f1b
-def run_local(preps,             # the Prepared benchmarks, as plan_grid returns them
-              methods,           # registry names (checked)
-              units,             # (prep index, seed, rows to run) triples, as plan_grid returns them
-              out_dir,           # the shared folder of results.csv
-              device='auto',     # 'auto', 'cpu' or 'cuda'
-              cache_dir=None,    # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
-              progress:bool=True # show progress bars
+EXECUTORS = {}
+
+def register_executor(name:str,  # the name run_grid's executor argument takes
+                      check=None # check(**options) raises on invalid options, before any work; None: no check
+                     ):
+    "Decorator: register `f(plan, store, **options)` as an executor"
+    def _inner(f): f.check = check or (lambda **kw: None); EXECUTORS[name] = f; return f
+    return _inner
+
+def executor_options(executor:str, # a registered executor
+                     options:dict  # the options a caller passed; those left at None are dropped
+                    ) -> dict: # the options the executor takes, checked
+    "The options `executor` takes among `options`, checked by the executor; refuses one it does not take"
+    f = EXECUTORS[check_choice(executor, EXECUTORS, 'executor')]
+    takes = list(inspect.signature(f).parameters)[2:]
+    opts = {k: v for k, v in options.items() if v is not None}
+    if bad := sorted(set(opts) - set(takes)): raise ValueError(f"executor {executor!r} takes no option {', '.join(bad)}; its options: {', '.join(takes)}")
+    f.check(**opts); return opts
+
+@register_executor('local', check=lambda device='auto', **_: get_device(device))
+def run_local(plan:GridPlan,      # from plan_grid
+              store:Store,        # the results store
+              device='auto',      # 'auto', 'cpu' or 'cuda'
+              progress:bool=True  # show progress bars
              ):
     "Run the units one after the other in this process"
-    prog = GridProgress(sum(n for *_, n in units))
-    for i, s, _ in units:
-        run_seed(preps[i], s, methods, out_dir, device, cache_dir, progress,
-                 on_row=lambda r, name=preps[i].name: prog.step(f"{name} seed {r['seed']}: {r['method']}"))
+    prog = GridProgress(plan.rows)
+    for i, s, _ in plan.units:
+        p = plan.preps[i]
+        run_seed(p, s, plan.methods, store, device, progress, on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {r['method']}"))
 
-def _ray_unit(spec, seed, methods, out_dir, device, cache_dir, *after):
+def _ray_unit(spec, seed, methods, store, device, *after):
     "A Ray task: prepare the benchmark in the worker and run one seed (after the units in `after`, which train its f_orig)"
     logging.basicConfig(level=logging.INFO, format='%(message)s')
-    return run_seed(prepare(spec, methods), seed, methods, out_dir, device, cache_dir, progress=False)
+    return run_seed(prepare(spec, methods), seed, methods, store, device, progress=False)
 
-def run_ray(preps,            # the Prepared benchmarks, as plan_grid returns them (each worker re-prepares its own)
-            methods,          # registry names (checked)
-            units,            # (prep index, seed, rows to run) triples, as plan_grid returns them
-            out_dir,          # the shared folder of results.csv: every worker must see it
-            device='auto',    # 'auto': 'cuda' where the cluster has GPUs, else 'cpu'; or 'cpu', 'cuda'
-            cache_dir=None,   # checkpoints of f_orig and f_gold, seen by every worker; None: out_dir/checkpoints
-            ray_address=None, # an existing Ray cluster; None: a local Ray instance
-            num_cpus:int=1,   # CPUs per task where the cluster has no GPU
-            poll_s:float=5.   # seconds between checks for finished units
+def _check_ray(num_cpus=1, **_):
+    optional_import('ray', 'ray')
+    if not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1:
+        raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
+
+@register_executor('ray', check=_check_ray)
+def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its own benchmark)
+            store:Store,        # the results store: every worker must see its folder
+            device='auto',      # 'auto': 'cuda' where the cluster has GPUs, else 'cpu'; or 'cpu', 'cuda'
+            ray_address=None,   # an existing Ray cluster ('auto', 'ray://host:10001'); None: a local Ray instance
+            num_cpus:int=1,     # CPUs per task where the cluster has no GPU
+            poll_s:float=5.,    # seconds between checks for finished units
+            progress:bool=True  # log each finished unit
            ):
     "Run the units as Ray tasks: one GPU each where the cluster has GPUs, else `num_cpus` CPUs"
     ray = optional_import('ray', 'ray')
@@ -95,24 +137,22 @@ def run_ray(preps,            # the Prepared benchmarks, as plan_grid returns th
     gpus = ray.cluster_resources().get('GPU', 0) >= 1 and device != 'cpu'
     task = ray.remote(num_gpus=1, num_cpus=1)(_ray_unit) if gpus else ray.remote(num_cpus=num_cpus)(_ray_unit)
     dev = ('cuda' if gpus else 'cpu') if device == 'auto' else device
-    out_dir, cache_dir = str(Path(out_dir).resolve()), None if cache_dir is None else str(Path(cache_dir).resolve())
+    store = Store(store.root.resolve(), None if store.cache_dir is None else store.cache_dir.resolve())
     first, refs = {}, {}                   # units sharing an f_orig checkpoint wait for the first of them
-    for i, s, n in units:
-        orig = preps[i].checkpoints(s, cache_dir or Path(out_dir)/'checkpoints')[0]
+    for i, s, n in plan.units:
+        orig = plan.preps[i].checkpoints(s, store)[0]
         after = [first[orig]] if orig in first else []
-        refs[task.remote(preps[i].spec, s, methods, out_dir, dev, cache_dir, *after)] = (i, s, n)
+        refs[task.remote(plan.preps[i].spec, s, plan.methods, store, dev, *after)] = (i, s, n)
         first.setdefault(orig, next(reversed(refs)))
-    prog, pending = GridProgress(sum(n for *_, n in units)), list(refs)
+    prog, pending = GridProgress(plan.rows), list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1, timeout=poll_s)
         for r in ready:
             i, s, n = refs[r]; ray.get(r)   # re-raises a failed unit's error here
-            prog.step(f"{preps[i].name} seed {s}: {n} rows (Ray)", n)
-
-EXECUTORS = {'local': run_local, 'ray': run_ray}
+            if progress: prog.step(f"{plan.preps[i].name} seed {s}: {n} rows (Ray)", n)
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
-def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark name: Benchmark}
+def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
                    spec:BenchmarkSpec # the spec as planned, model='auto' allowed
                   ):
     "The `Benchmark` of `run_grid`'s result that ran `spec` (as planned, `model='auto'` included)"
@@ -124,25 +164,19 @@ def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark name: Bench
 def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              seeds=(3407, 13, 12),   # the paper's seeds, run for every benchmark
              methods=None,           # registry names; None: every registered method
-             out_dir='results',      # shared folder: results.csv, tables/, figures/, runs/, checkpoints/
-             executor:str='local',   # 'local' (this process, one unit after another) or 'ray'
-             ray_address:str=None,   # an existing Ray cluster ('auto', 'ray://host:10001'); None: a local instance
-             device:str='auto',      # 'auto', 'cpu' or 'cuda'
+             out_dir='results',      # the results store: results.csv, tables/, figures/, runs/, checkpoints/
+             executor:str='local',   # a registered executor: 'local' (this process) or 'ray'
              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
-             progress:bool=True,     # progress bars (local executor only)
              skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
-             num_cpus:int=1,         # Ray only: CPUs per task where the cluster has no GPU
+             write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
+             **options               # the executor's options, e.g. device, progress, ray_address, num_cpus
             ) -> dict:
-    "Run every row of the grid not yet in `out_dir/results.csv`; returns `{benchmark name: Benchmark}`"
-    if executor not in EXECUTORS: raise ValueError(f"unknown executor {executor!r}; valid executors: {', '.join(EXECUTORS)}")
-    if not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1:
-        raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
-    if executor == 'ray': optional_import('ray', 'ray')
-    else: get_device(device)
-    preps, methods, units, missing = plan_grid(specs, seeds, methods, out_dir, cache_dir, skip_missing)
-    log.info(f"grid: {len(preps)} benchmark(s), {len(units)} unit(s) to run, {sum(n for *_, n in units)} row(s)")
-    if units:
-        kw = dict(ray_address=ray_address, num_cpus=num_cpus) if executor == 'ray' else dict(progress=progress)
-        EXECUTORS[executor](preps, methods, units, out_dir, device, cache_dir, **kw)
-    return {**{p.name: report(out_dir, p, methods) for p in preps},
-            **{name: Benchmark(pd.DataFrame(), name=name, missing=why, spec=s) for name, (s, why) in missing.items()}}
+    "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
+    opts = executor_options(executor, options)
+    store = Store(out_dir, cache_dir)
+    plan = plan_grid(specs, seeds, methods, store, skip_missing)
+    log.info(f"grid: {len(plan.preps)} benchmark(s), {len(plan.units)} unit(s) to run, {plan.rows} row(s)")
+    if plan.units: EXECUTORS[executor](plan, store, **opts)
+    return {**{p.key: report(store, p, plan.methods, plan.seeds, write) for p in plan.preps},
+            **{k: Benchmark(pd.DataFrame(), name=benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen), missing=why, spec=s, key=k)
+               for k, (s, why) in plan.missing.items()}}

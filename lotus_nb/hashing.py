@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 import numpy as np, pandas as pd, torch
 import matplotlib.pyplot as plt
-from .data import optional_import, image_hashes, ImageFiles, find_data, MUFAC_DIR
+from .data import optional_import, ImageFiles, find_data
+from .mufac import image_hashes, MUFAC_DIR
 
 # %% auto #0
 __all__ = ['HASH_STATS', 'MUFAC_FOLDERS', 'MUFAC_REASONS', 'as_hashes', 'tensor_hashes', 'images_hashes', 'popcount', 'hamming',

@@ -78,7 +78,7 @@ class LotusConfig(MethodConfig):
     class_defaults: ClassVar[dict] = dict(class_unlearning=True, alpha=32.)
 
 # %% ../nbs/05_lotus.ipynb #23e1e96b
-@register_method('lotus', LotusConfig, display='LoTUS')
+@register_method('lotus', LotusConfig, display='LoTUS', order=10)
 def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting point (left unchanged)
           task:UnlearnTask,     # the forget, retain and unseen sets
           cfg:LotusConfig,      # hyperparameters

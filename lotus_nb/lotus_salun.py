@@ -19,7 +19,7 @@ class LotusSalunConfig(LotusConfig):
     "LoTUS's hyperparameters (AdamW, lr 1e-4, weight decay 5e-4, `alpha` 2) plus SalUn's mask fraction, 0.1 as the LoTUS authors ran it"
     mask_fraction: float = 0.1      # k of saliency_mask: fraction of weights left trainable (salun_class.py:86); SalUn's own 0.5: an override
 
-@register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn')
+@register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn', order=11)
 def lotus_salun(original:nn.Module,     # f_orig: teacher, student's start, and where the mask is computed (unchanged)
                 task:UnlearnTask,       # the forget, retain and unseen sets; the mask comes from the forget set
                 cfg:LotusSalunConfig,   # LoTUS's hyperparameters and the mask fraction

@@ -4,20 +4,21 @@
 
 # %% ../nbs/04_methods.ipynb #6c18b776
 from __future__ import annotations
-import copy, dataclasses, importlib, logging
+import copy, dataclasses, logging
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
-from .data import as_split, check_choice, check_fraction, check_seed
+from .data import check_choice, check_fraction, check_seed
+from .loaders import as_split
 from .training import Timer, set_seed, model_device, autocast
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'METHODS', 'METHOD_MODULES', 'PAPER_ORDER', 'UnlearnTask', 'MethodConfig', 'register_method', 'load_methods',
-           'list_methods', 'check_method', 'method_config', 'Unlearned', 'unlearn', 'student_of', 'frozen',
-           'make_optimizer', 'with_tags', 'num_classes_of', 'demo_task', 'cycle', 'kl_to_targets', 'grad_sums',
-           'mask_grads']
+__all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
+           'method_config', 'method_role', 'is_reference', 'role_method', 'display_name', 'ordered_methods',
+           'Unlearned', 'unlearn', 'student_of', 'frozen', 'make_optimizer', 'with_tags', 'num_classes_of', 'demo_task',
+           'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -58,41 +59,32 @@ class MethodConfig:
     class_defaults: ClassVar[dict] = {}
 
 METHODS = {}
-METHOD_MODULES = ('gold', 'finetune', 'neggrad', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus', 'lotus_salun')
+ROLES = ('original', 'gold', 'method')   # the two references (compared with, never ranked), then the unlearning methods
 
-def register_method(name:str,            # the name users pass to unlearn
+def register_method(name:str,                 # the name users pass to unlearn
                     config:type=MethodConfig, # its config dataclass
-                    display:str=None,    # its column header in the paper's tables (default: the name)
-                    reference:bool=False): # True for the Original and the Gold Standard: compared with, never ranked
-    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class"
+                    display:str=None,         # its column header in the paper's tables (default: the name)
+                    role:str='method',        # 'original' or 'gold' (the references: compared with, never ranked), or 'method'
+                    order:float=None):        # its column in the paper's tables; None: after the ordered ones, in registration order
+    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display name, role and order"
+    check_choice(role, ROLES, 'role')
     def _inner(f):
-        f.config, f.method_name, f.display, f.reference = config, name, display or name, reference
+        f.config, f.method_name, f.display, f.role, f.order = config, name, display or name, role, order
         METHODS[name] = f; return f
     return _inner
 
-def load_methods() -> dict:
-    "Import every module of `METHOD_MODULES` (registering its methods); returns `METHODS`"
-    for m in METHOD_MODULES: importlib.import_module(f'lotus_nb.{m}')
-    return METHODS
-
-# The paper's column order, by name: it must not depend on where a function was defined (a chapter that
-# re-registers `lotus` from its own cells defines it in `__main__`) or on which module was imported first.
-PAPER_ORDER = ('original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir',
-               'salun', 'lotus', 'lotus_salun')
-
 def _rank(name:str) -> tuple:
-    return (PAPER_ORDER.index(name) if name in PAPER_ORDER else len(PAPER_ORDER), list(METHODS).index(name))
+    f = METHODS[name]; return (f.order is None, f.order or 0, list(METHODS).index(name))
 
 def list_methods(reference:bool=None, # None: all; True: the references only; False: the unlearning methods only
                 ) -> list:
-    "Registered method names in the paper's column order"
-    load_methods()
-    return sorted((m for m, f in METHODS.items() if reference is None or f.reference == reference), key=_rank)
+    "Registered method names in the paper's column order (their `order`, then registration order)"
+    return sorted((m for m, f in METHODS.items() if reference is None or (f.role != 'method') == reference), key=_rank)
 
 def check_method(name:str, # the method name to check
                 ) -> str:
     "`name` if it is a registered method, else a `ValueError` naming the valid ones"
-    return check_choice(name, load_methods(), 'method')
+    return check_choice(name, METHODS, 'method')
 
 def method_config(name:str,                  # a registered method
                   arch:str='resnet',          # 'resnet' or 'vit': selects the config's arch_defaults
@@ -105,6 +97,35 @@ def method_config(name:str,                  # a registered method
     bad = set(overrides) - valid
     if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}; valid: {', '.join(sorted(valid))}")
     return cls(**{**cls.arch_defaults.get(arch, {}), **(cls.class_defaults if kind == 'class' else {}), **overrides})
+
+# %% ../nbs/04_methods.ipynb #90dcbfac
+def method_role(m:str # a registered method's name
+               ) -> str: # one of ROLES
+    "The role of method `m`: 'original', 'gold' or 'method'"
+    return METHODS[check_method(m)].role
+
+def is_reference(m:str # a method's registry name (unknown names are not references)
+                ) -> bool:
+    "True for the references (the Original and the Gold Standard): compared with, never ranked"
+    return m in METHODS and METHODS[m].role != 'method'
+
+def role_method(role:str # 'original' or 'gold'
+               ) -> str: # the registry name of the one method with that role
+    "The one registered method with `role`, e.g. `role_method('gold')`; a `ValueError` when none or several have it"
+    check_choice(role, ROLES, 'role'); names = [m for m in list_methods() if METHODS[m].role == role]
+    if len(names) != 1: raise ValueError(f"{len(names)} registered methods have the role {role!r} ({', '.join(names) or 'none'}); expected exactly one")
+    return names[0]
+
+def display_name(m:str # a method's registry name, e.g. 'lotus'
+                ) -> str: # the paper's column label, e.g. 'LoTUS'; unknown names unchanged
+    "The paper's label of method `m` (its registry `display`), or `m` itself"
+    return METHODS[m].display if m in METHODS else m
+
+def ordered_methods(methods # registry names, in any order; repeats are dropped
+                   ) -> list:
+    "`methods` in the registry's (the paper's) column order, unknown ones last (by name)"
+    order = list_methods(); methods = list(dict.fromkeys(methods))
+    return sorted(methods, key=lambda m: (order.index(m) if m in order else len(order), m))
 
 # %% ../nbs/04_methods.ipynb #d8b6bcdc
 @dataclass
@@ -189,7 +210,9 @@ def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits
               augment:str=None,      # training augmentation, e.g. 'none'; None: the dataset's own
              ) -> tuple:             # (f_orig in eval mode, dict of TensorSplits, UnlearnTask)
     "A small trained $f_{orig}$ (eval mode), its `TensorSplit`s and its `UnlearnTask`, for examples and tests"
-    from lotus_nb.data import load_dataset, make_splits, tensor_splits
+    from lotus_nb.data import load_dataset
+    from lotus_nb.splits import make_splits
+    from lotus_nb.loaders import tensor_splits
     from lotus_nb.models import create_model
     from lotus_nb.training import Recipe, fit
     d = load_dataset(dataset, train_size=train_size, img_size=img_size)

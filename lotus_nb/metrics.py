@@ -4,15 +4,17 @@
 
 # %% ../nbs/06_metrics.ipynb #5a0d8d4c
 from __future__ import annotations
+import dataclasses
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from .data import check_choice
 from .training import predict
 
 # %% auto #0
-__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'accuracy', 'entropy', 'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy',
-           'mia_features', 'mia_svc', 'js_rows', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference',
-           'probs_of', 'reference_outputs', 'evaluate']
+__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'METRIC_FNS', 'accuracy', 'entropy', 'mia_entropy',
+           'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'js_rows', 'jsd',
+           'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs', 'register_metric',
+           'list_metrics', 'extra_metrics', 'evaluate']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -186,6 +188,42 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
     if f_rand is not None: ref.rand_forget = probs_of(f_rand, forget, batch_size)[0]
     return ref
 
+# %% ../nbs/06_metrics.ipynb #14c59ab6
+BUILTIN_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'zrf')
+SPLITS = ('forget', 'retain', 'test', 'unseen')
+METRIC_FNS = {}
+
+def register_metric(name:str,              # its key in evaluate's result and its results column, e.g. 'conf_forget'
+                    fn=None,               # fn(outputs, ref) -> float; outputs: split -> (logits, labels). None: a decorator
+                    needs=('forget',),     # the splits (SPLITS) and Reference fields it reads; left out when one is missing
+                    label:str=None,        # its row label in the tables (default: the name)
+                    scale:float=1.,        # factor applied in the tables, e.g. 1e4
+                    digits:int=4,          # decimals in the tables
+                    higher_better:bool=False, # the largest value ranks first in the tables
+                   ):
+    "Register an extra metric that `evaluate` computes from its one pass per split; returns `fn` (or a decorator)"
+    if fn is None: return lambda f: register_metric(name, f, needs, label, scale, digits, higher_better)
+    if name in (*BUILTIN_METRICS, 'avg_gap', 'time_min', 'entropies'): raise ValueError(f"{name!r} is a built-in metric of lotus_nb")
+    for k in needs: check_choice(k, (*SPLITS, *(f.name for f in dataclasses.fields(Reference))), 'need')
+    fn.metric_name, fn.needs, fn.label, fn.scale, fn.digits, fn.higher_better = name, tuple(needs), label or name, scale, digits, higher_better
+    METRIC_FNS[name] = fn; return fn
+
+def list_metrics() -> list:
+    "The registered extra metrics, in registration order: the columns they add beyond `BUILTIN_METRICS`"
+    return list(METRIC_FNS)
+
+def extra_metrics(logits:dict,  # split -> (logits, labels) of the model scored
+                  ref:Reference # the cached reference outputs
+                 ) -> dict:     # name -> value, for every registered metric whose needs are met
+    "The registered metrics of one model, each computed when all it needs is there"
+    have = lambda k: k in logits if k in SPLITS else getattr(ref, k) is not None
+    out = {}
+    for name, f in METRIC_FNS.items():
+        if not all(map(have, f.needs)): continue
+        try: out[name] = float(f(logits, ref))
+        except Exception as e: raise RuntimeError(f"metric {name!r} ({f.__module__}.{f.__qualname__}) failed: {e}") from e
+    return out
+
 # %% ../nbs/06_metrics.ipynb #c95be42b
 def evaluate(model:nn.Module,           # the model scored: f_un, or a reference model
              forget,                    # D_f: split, Dataset or DataLoader
@@ -201,7 +239,7 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
              return_entropies:bool=False # also return each split's per-sample output entropies
             ) -> dict:
-    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD (needs orig), ZRF (needs rand)"
+    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD (needs orig), ZRF (needs rand), and the registered ones"
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
     if mia_nonmember == 'unseen' and unseen is None:
         raise ValueError("the MIA needs a non-member set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
@@ -220,5 +258,6 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
         res['jsd_legacy'] = jsd(pf, ref.gold_forget, legacy=True)   # the published scale, always beside (same probabilities)
     if ref.orig_unseen is not None: res['rf_jsd'] = rf_jsd(pf, yf, ref.orig_unseen, ref.y_unseen)
     if ref.rand_forget is not None: res['zrf'] = zrf(pf, ref.rand_forget)
+    res.update(extra_metrics(logits, ref))
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in ent.items()}
     return res

@@ -4,18 +4,19 @@
 
 # %% ../nbs/02_models.ipynb #af81e72c
 from __future__ import annotations
-import copy, os, socket
+import copy, hashlib, os, pickle, socket
 from pathlib import Path
+from urllib.parse import urlparse
 import torch, torch.nn as nn
 import torchvision
-from torchvision.models.resnet import BasicBlock
+from torchvision.models.resnet import BasicBlock, ResNet
 from .data import check_choice, dataset_defaults
 
 # %% auto #0
 __all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'create_model', 'model_arch', 'model_input_size', 'resolve_model',
-           'cifar_stem', 'CifarResNet', 'resnet18', 'resnet18_small', 'resnet18_tiny', 'read_state_dict', 'online',
-           'missing_weights', 'timm_cached_file', 'timm_vit', 'vit_b_16', 'vit_small', 'vit_b_16_imagenet',
-           'reinit_copy']
+           'CifarResNet', 'resnet18', 'resnet18_small', 'resnet18_tiny', 'read_state_dict', 'file_sha256',
+           'weights_digest', 'online', 'missing_weights', 'hub_state_dict', 'timm_cached_file', 'timm_download',
+           'timm_vit', 'vit_b_16', 'vit_small', 'vit_b_16_imagenet', 'reinit_copy']
 
 # %% ../nbs/02_models.ipynb #cb0c716a
 MODELS = {}
@@ -60,41 +61,55 @@ def resolve_model(model:str,   # a registered model name, or 'auto'
     return check_choice(model, MODELS, 'model')
 
 # %% ../nbs/02_models.ipynb #19d72deb
-def cifar_stem(in_chans:int, # image channels
-               width:int,    # output channels of the stem (the ResNet's base width)
-               ) -> nn.Sequential:
-    "3x3 stride-1 convolution, BatchNorm, ReLU: the CIFAR stem (no max-pool)"
-    return nn.Sequential(nn.Conv2d(in_chans, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True))
-
-class CifarResNet(nn.Module):
-    "ResNet of `BasicBlock`s with the CIFAR stem; `layers=(2,2,2,2)` is ResNet18 at base width `width`"
+class CifarResNet(ResNet):
+    "torchvision's `ResNet` of `BasicBlock`s with the CIFAR stem (3x3 stride-1 convolution, no max-pool), at base width `width`"
     def __init__(self,
-                 num_classes:int,  # size of the classification head
-                 in_chans:int=3,   # image channels
-                 width:int=64,     # base width w: the four stages have w, 2w, 4w, 8w channels
-                 layers=(2,2,2,2)): # BasicBlocks per stage; (2,2,2,2) is ResNet18
-        super().__init__()
-        self.stem, blocks, inp = cifar_stem(in_chans, width), [], width
-        for i, n in enumerate(layers):
-            out = width * 2**i
-            for j in range(n):
-                stride = 2 if (i > 0 and j == 0) else 1
-                down = None if (stride == 1 and inp == out) else nn.Sequential(nn.Conv2d(inp, out, 1, stride, bias=False), nn.BatchNorm2d(out))
-                blocks.append(BasicBlock(inp, out, stride, down)); inp = out
-        self.blocks, self.pool, self.fc = nn.Sequential(*blocks), nn.AdaptiveAvgPool2d(1), nn.Linear(inp, num_classes)
-    def forward(self, x): return self.fc(self.pool(self.blocks(self.stem(x))).flatten(1))
+                 num_classes:int,    # size of the classification head
+                 in_chans:int=3,     # image channels
+                 width:int=64,       # base width w: the four stages have w, 2w, 4w, 8w channels
+                 layers=(2,2,2,2),   # BasicBlocks per stage; (2,2,2,2) is ResNet18
+                 init:str='default', # 'torchvision': built and initialised as torchvision's ResNet (width 64); 'default': PyTorch's init of each layer
+                 weights:dict=None,  # with init='torchvision': a state dict of torchvision's ResNet (1000 classes), loaded before the stem and head are replaced
+                ):
+        check_choice(init, ('default', 'torchvision'), 'init')
+        if init == 'torchvision':
+            if width != 64: raise ValueError(f"torchvision's ResNet has base width 64, not {width}")
+            super().__init__(BasicBlock, list(layers))                  # torchvision's construction and initialisation
+            if weights is not None: self.load_state_dict(weights)
+            self.conv1, self.maxpool = nn.Conv2d(in_chans, 64, 3, 1, 1, bias=False), nn.Identity()   # then the CIFAR stem
+            self.fc = nn.Linear(512, num_classes)                         # and the new head
+            return
+        if weights is not None: raise ValueError("weights are torchvision's ResNet's: they need init='torchvision'")
+        nn.Module.__init__(self)                                          # the same modules, each with its default init
+        self._norm_layer, self.dilation, self.groups, self.base_width, self.inplanes = nn.BatchNorm2d, 1, 1, 64, width
+        self.conv1, self.bn1 = nn.Conv2d(in_chans, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width)
+        self.relu, self.maxpool = nn.ReLU(inplace=True), nn.Identity()
+        self.layer1, self.layer2, self.layer3, self.layer4 = [self._make_layer(BasicBlock, width*2**i, n, stride=1 if i == 0 else 2)
+                                                              for i, n in enumerate(layers)]
+        self.avgpool, self.fc = nn.AdaptiveAvgPool2d((1, 1)), nn.Linear(8*width, num_classes)
+    @property
+    def blocks(self) -> list:
+        "The `BasicBlock`s in order, stage by stage (Grad-CAM's candidate layers)"
+        return [b for layer in (self.layer1, self.layer2, self.layer3, self.layer4) for b in layer]
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        "Checkpoints of the earlier `CifarResNet` load too: their keys stem.0, stem.1 and blocks.k become conv1, bn1 and layer<s>.<j>"
+        stages = [(s, j) for s in range(1, 5) for j in range(len(getattr(self, f'layer{s}')))]
+        new = {'stem.0.': 'conv1.', 'stem.1.': 'bn1.'} | {f'blocks.{k}.': f'layer{s}.{j}.' for k, (s, j) in enumerate(stages)}
+        for key in [k for k in state_dict if k.startswith(prefix)]:
+            if old := next((o for o in new if key.startswith(prefix + o)), None):
+                state_dict[prefix + new[old] + key[len(prefix + old):]] = state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, *args)
 
 # %% ../nbs/02_models.ipynb #ecfabce5
 @register_model('resnet18', 'resnet')
 def resnet18(num_classes,      # size of the classification head
              in_chans=3,       # image channels
              img_size=32,      # unused: the network takes any image size
-             pretrained=False): # True: torchvision's ImageNet weights (stem and head excepted)
+             pretrained=False): # True: torchvision's ImageNet weights (stem and head excepted); or a local file of them
     "torchvision's ResNet18 with the CIFAR stem; `pretrained` loads its ImageNet weights (stem and head excepted)"
-    m = torchvision.models.resnet18(weights='IMAGENET1K_V1' if pretrained else None)
-    m.conv1, m.maxpool = nn.Conv2d(in_chans, 64, 3, 1, 1, bias=False), nn.Identity()
-    m.fc = nn.Linear(m.fc.in_features, num_classes)
-    return m
+    w = torchvision.models.ResNet18_Weights.IMAGENET1K_V1
+    weights = None if not pretrained else hub_state_dict(w.url, f'torchvision {w}') if pretrained is True else read_state_dict(pretrained)
+    return CifarResNet(num_classes, in_chans, 64, init='torchvision', weights=weights)
 
 @register_model('resnet18_small', 'resnet')
 def resnet18_small(num_classes,      # size of the classification head
@@ -115,13 +130,39 @@ def resnet18_tiny(num_classes,      # size of the classification head
     return CifarResNet(num_classes, in_chans, width=4)
 
 # %% ../nbs/02_models.ipynb #74b95dd6
-def read_state_dict(path # a .safetensors or torch.save file; ~ is expanded
+def read_state_dict(path,              # a .safetensors or torch.save file; ~ is expanded
+                    use_ema:bool=False, # prefer the EMA weights a training checkpoint holds (what timm does with its files)
                    ) -> dict:
-    "A state dict from a local file: `.safetensors`, or a `torch.save`d dict (possibly under 'state_dict' or 'model')"
+    "A state dict from a local file, read weights-only: `.safetensors`, or a `torch.save`d dict (possibly under 'state_dict' or 'model')"
     path = Path(path).expanduser()
     if not path.is_file(): raise FileNotFoundError(f"weights file {path} does not exist")
-    from timm.models import load_state_dict    # reads both formats, unwrapping 'state_dict' / 'model'
-    return load_state_dict(str(path), use_ema=False, weights_only=True)
+    if path.suffix == '.safetensors':
+        from safetensors.torch import load_file
+        ck = load_file(str(path), device='cpu')
+    else:
+        try: ck = torch.load(path, map_location='cpu', weights_only=True)
+        except pickle.UnpicklingError as e:
+            raise pickle.UnpicklingError(f"{path} is refused: weights files are read weights-only (torch.load(weights_only=True)), and this one "
+                                         f"holds other objects. {str(e).splitlines()[0]}") from e
+    if isinstance(ck, dict):                                  # timm's unwrapping of training checkpoints
+        found = [k for k in ('state_dict_ema', 'model_ema') if use_ema and ck.get(k) is not None] + [k for k in ('state_dict', 'model') if k in ck]
+        if found: ck = ck[found[0]]
+    return {k.removeprefix('_orig_mod.').removeprefix('module.').removeprefix('_orig_mod.'): v for k, v in ck.items()}
+
+def file_sha256(path, # a file
+               ) -> str: # 64 hex digits
+    "The SHA-256 of a file's contents"
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for b in iter(lambda: f.read(1 << 20), b''): h.update(b)
+    return h.hexdigest()
+
+def weights_digest(pretrained, # True, False, None, or a local weights file
+                  ):           # 'sha256:<64 hex digits>' for a file, else pretrained itself
+    "What a cache key holds for `pretrained`: the SHA-256 of a local weights file's contents (not its name), or the value itself"
+    if isinstance(pretrained, (str, Path)) and Path(pretrained).expanduser().is_file():
+        return f'sha256:{file_sha256(Path(pretrained).expanduser())}'
+    return pretrained
 
 def online(host:str # a host name, e.g. 'huggingface.co'
           ) -> bool:
@@ -139,6 +180,23 @@ def missing_weights(what:str,   # which weights, as the message names them
     return FileNotFoundError(f"{what} weights are not in {cache} and cannot be downloaded here{why}. {how} "
                              f"Or pass a local weights file: create_model(..., pretrained='/path/to/weights.safetensors' or '.pth').")
 
+def hub_state_dict(url:str,  # torch hub's URL of the weights; its file name carries its SHA-256 prefix, as torchvision's do
+                   what:str, # the weights, as errors name them
+                  ) -> dict:
+    "Weights from torch hub's cache, downloaded when missing and the network allows: the file's SHA-256 checked against its name, read weights-only"
+    name = Path(urlparse(url).path).name
+    if (m := torch.hub.HASH_REGEX.search(name)) is None: raise ValueError(f"{url}: no SHA-256 prefix in the file name to check it against")
+    cached = Path(torch.hub.get_dir())/'checkpoints'/name
+    how = f"Download {url} into {cached.parent} (or set $TORCH_HOME)."
+    if not cached.exists():
+        if not online(urlparse(url).hostname): raise missing_weights(what, cached, how, 'no network')
+        try: return torch.hub.load_state_dict_from_url(url, progress=False, check_hash=True, weights_only=True)
+        except Exception as e: raise missing_weights(what, cached, how, e) from e
+    if not file_sha256(cached).startswith(m[1]):
+        raise ValueError(f"{cached} is refused: its SHA-256 does not begin with {m[1]}, as its name says, so it is not {what}. "
+                         f"Delete it to download it again, or replace it with {url}.")
+    return read_state_dict(cached)
+
 # %% ../nbs/02_models.ipynb #1159ddb0
 VIT_B_16_TIMM = 'vit_base_patch16_224.orig_in21k_ft_in1k'   # Google's ViT-B/16 weights: google/vit-base-patch16-224
 
@@ -151,6 +209,19 @@ def timm_cached_file(variant:str # a timm model name with its pretrained tag
     for fn in ('model.safetensors', 'pytorch_model.bin'):
         if isinstance(p := try_to_load_from_cache(repo, fn), str): return p
 
+def timm_download(variant:str # a timm model name with its pretrained tag
+                 ) -> str:    # the downloaded file's path
+    "Download the safetensors weights of the timm model `variant` into the Hugging Face cache, or raise a clear error"
+    import timm
+    from huggingface_hub import constants, hf_hub_download
+    repo = timm.models.get_pretrained_cfg(variant).hf_hub_id
+    err = lambda cause: missing_weights(f"timm {variant!r}", Path(constants.HF_HUB_CACHE)/f"models--{repo.replace('/', '--')}",
+        f"On a machine with network, `timm.create_model({variant!r}, pretrained=True)` fills that cache (copy it here), "
+        f"or download model.safetensors from https://huggingface.co/{repo}.", cause)
+    if constants.HF_HUB_OFFLINE or not online('huggingface.co'): raise err('no network')
+    try: return hf_hub_download(repo, 'model.safetensors')
+    except Exception as e: raise err(e) from e
+
 def timm_vit(variant:str,    # a timm model name, e.g. VIT_B_16_TIMM
              num_classes,    # size of the new classification head
              in_chans,       # image channels
@@ -158,22 +229,13 @@ def timm_vit(variant:str,    # a timm model name, e.g. VIT_B_16_TIMM
              pretrained,     # False, True (cache or download) or a local weights file
              **kw            # passed on to timm.create_model (patch_size, embed_dim, depth, ...)
             ) -> nn.Module:
-    "A timm ViT, its head sized for `num_classes`, pretrained weights resampled to `img_size` and `in_chans`"
+    "A timm ViT, its head sized for `num_classes`, pretrained weights (read weights-only) resampled to `img_size` and `in_chans`"
     import timm
     args = dict(num_classes=num_classes, in_chans=in_chans, img_size=img_size, **kw)
     if pretrained is False: return timm.create_model(variant, pretrained=False, **args)
-    file = timm_cached_file(variant) if pretrained is True else str(Path(pretrained).expanduser())
-    if file is None:
-        from huggingface_hub import constants
-        repo = timm.models.get_pretrained_cfg(variant).hf_hub_id
-        err = lambda cause: missing_weights(f"timm {variant!r}", Path(constants.HF_HUB_CACHE)/f"models--{repo.replace('/', '--')}",
-            f"On a machine with network, `timm.create_model({variant!r}, pretrained=True)` fills that cache (copy it here), "
-            f"or download model.safetensors from https://huggingface.co/{repo}.", cause)
-        if constants.HF_HUB_OFFLINE or not online('huggingface.co'): raise err('no network')
-        try: return timm.create_model(variant, pretrained=True, **args)
-        except Exception as e: raise err(e) from e
-    if not Path(file).is_file(): raise FileNotFoundError(f"weights file {file} does not exist")
-    return timm.create_model(variant, pretrained=True, pretrained_cfg_overlay=dict(file=file), **args)
+    file = (timm_cached_file(variant) or timm_download(variant)) if pretrained is True else pretrained
+    sd = read_state_dict(file, use_ema=True)                  # read here, weights-only, whatever timm's version would do
+    return timm.create_model(variant, pretrained=True, pretrained_cfg_overlay=dict(state_dict=sd), **args)
 
 @register_model('vit_b_16', 'vit', input_size=224, pretrained=True)
 def vit_b_16(num_classes,      # size of the new classification head
@@ -204,16 +266,8 @@ def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
         raise ValueError(f"vit_b_16_imagenet is ImageNet-1k's model: 1000 classes, 3 x 224 x 224 (got {num_classes}, {in_chans}, {img_size})")
     m = torchvision.models.vit_b_16(weights=None)
     if pretrained is False: return m
-    if pretrained is True:
-        w = torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1
-        cached = Path(torch.hub.get_dir())/'checkpoints'/Path(w.url).name
-        err = lambda cause: missing_weights("torchvision ViT_B_16_Weights.IMAGENET1K_V1", cached,
-                                            f"Download {w.url} into {cached.parent} (or set $TORCH_HOME).", cause)
-        if not cached.exists() and not online('download.pytorch.org'): raise err('no network')
-        try: sd = w.get_state_dict(progress=False)
-        except Exception as e: raise err(e) from e
-    else: sd = read_state_dict(pretrained)
-    m.load_state_dict(sd)
+    w = torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1
+    m.load_state_dict(hub_state_dict(w.url, f'torchvision {w}') if pretrained is True else read_state_dict(pretrained))
     return m
 
 # %% ../nbs/02_models.ipynb #49b2d529

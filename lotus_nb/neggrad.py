@@ -38,7 +38,7 @@ class NegGradConfig(MethodConfig):
     weight_decay: float = 5e-4 # L2 penalty of the optimiser
     beta: float = 0.95   # retain weight; the authors' large-scale (privacy) experiments used 0.9999
 
-@register_method('neggrad_plus', NegGradConfig, display='NegGrad+')
+@register_method('neggrad_plus', NegGradConfig, display='NegGrad+', order=3)
 def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchanged)
                  task:UnlearnTask,     # its retain set (one pass per epoch) and forget set (cycled)
                  cfg:NegGradConfig,    # hyperparameters; cfg.beta must lie in [0, 1]

@@ -11,6 +11,7 @@ import numpy as np, pandas as pd, torch
 import matplotlib.pyplot as plt
 from .experiment import BenchmarkSpec
 from .report import save_table, render
+from .store import Store, atomic_write
 
 # %% auto #0
 __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES', 'SYNTHETIC_UNSEEN',
@@ -137,28 +138,31 @@ def artifact_name(label:str # a paper label: 'tab:<name>' or 'fig:<name>'
     return name.replace(':', '_')
 
 def _write_json(path, obj):
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f'.tmp{os.getpid()}'); tmp.write_text(json.dumps(obj, indent=1, default=str)); os.replace(tmp, path)
+    text = json.dumps(obj, indent=1, default=str)
+    atomic_write(path, lambda f: f.write(text.encode()))
 
-def save_artifact(out_dir,                 # the artifacts folder: tables/, figures/, manifest/ go here
+def save_artifact(out_dir,                 # the artifacts folder (a results store's folder): its tables/, figures/ and manifest/
                   label:str,              # the paper's label, e.g. 'tab:avg_gap', 'fig:tau'
                   obj,                    # a table (a DataFrame, as the report's tables) or a matplotlib figure (closed)
                   caption:str,            # what it shows; stand-ins and missing data are said here
                   command:str='',         # the command that made it
                   published:str='',       # the paper's values beside ours (paper scale)
-                  missing:str=''          # data that was absent, and how to get it
+                  missing:str='',         # data that was absent, and how to get it
+                  data=None               # a figure's values, JSON-able: written beside it (figures/name.json) so a reader or a test can check what it drew
                  ) -> dict:
     "Write a table or figure of the paper under `out_dir` and record it in the manifest; returns the manifest entry"
-    out, name = Path(out_dir), artifact_name(label)
+    store, name = Store(out_dir), artifact_name(label)
+    rel = lambda p: str(Path(p).relative_to(store.root))
     if isinstance(obj, pd.DataFrame):
-        files = {k: str(p.relative_to(out)) for k, p in save_table(obj, out/'tables', name).items()}
+        files = {k: rel(p) for k, p in save_table(obj, store.tables, name).items()}
     else:
-        (out/'figures').mkdir(parents=True, exist_ok=True); files = {}
+        store.figures.mkdir(parents=True, exist_ok=True); files = {}
         for ext in ('png', 'pdf'):
-            obj.savefig(out/'figures'/f'{name}.{ext}', dpi=120, bbox_inches='tight'); files[ext] = f'figures/{name}.{ext}'
+            obj.savefig(store.figures/f'{name}.{ext}', dpi=120, bbox_inches='tight'); files[ext] = rel(store.figures/f'{name}.{ext}')
         plt.close(obj)
+        if data is not None: _write_json(store.figures/f'{name}.json', data); files['json'] = rel(store.figures/f'{name}.json')
     entry = dict(label=label, caption=caption, files=files, command=command, published=published, missing=missing)
-    _write_json(out/'manifest'/f'{name}.json', entry)
+    _write_json(store.root/'manifest'/f'{name}.json', entry)
     return entry
 
 def save_missing(out_dir,        # the artifacts folder
@@ -189,8 +193,8 @@ def write_index(out_dir,                                   # the artifacts folde
     return out/'index.md'
 
 # %% ../nbs/22_paper_tables.ipynb #5f7b6ca5
-from .report import metric_table, MAIN_ROWS, display_name
-from .methods import list_methods
+from .report import metric_table, MAIN_ROWS
+from .methods import list_methods, display_name
 
 def table_benchmarks(parts:dict,       # row label -> the results rows of one benchmark
                      rows:dict=None,   # {label: (column, scale, digits)}; None: Avg Gap, JSD x1e4, time
@@ -275,7 +279,8 @@ LARGE_COLS = {'RF-JSD x1e4': ('rf_jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 
 def table_large_scale(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
                      ) -> pd.DataFrame:
     "The paper's `tab:imagenet`: one row per method of the paper's (the Original, no Gold), RF-JSD and time ranked, retain accuracy and MIA shown"
-    from lotus_nb.report import summarize, fmt_pm, rank_row, is_reference
+    from lotus_nb.report import summarize, fmt_pm, rank_row
+    from lotus_nb.methods import is_reference
     df = results[results.method.isin(PAPER_COLUMNS['tab:imagenet'])]
     cols = [c for c, *_ in LARGE_COLS.values()]
     mean, std = summarize(df, cols); rank = {}
@@ -293,7 +298,7 @@ def pcc_jsd_rf(results:pd.DataFrame, # rows of one benchmark with a gold model (
               ) -> tuple: # (PCC, p-value); both nan with fewer than 3 methods or a constant column
     "Pearson correlation and p-value of the unlearning methods' mean JSD and mean RF-JSD"
     from scipy.stats import pearsonr
-    from lotus_nb.report import is_reference
+    from lotus_nb.methods import is_reference
     if methods is not None: results = results[results.method.isin(methods)]
     m = results[[not is_reference(x) for x in results.method]].groupby('method')[['jsd', 'rf_jsd']].mean().dropna()
     if len(m) < 3 or m.jsd.nunique() < 2 or m.rf_jsd.nunique() < 2: return float('nan'), float('nan')
@@ -385,7 +390,8 @@ def table_zrf(results:pd.DataFrame, # rows of one benchmark with rf_jsd, zrf and
              ) -> pd.DataFrame:
     "RF-JSD and ZRF per unlearning method with JSD, each one's Pearson correlation with JSD, and their costs"
     from scipy.stats import pearsonr
-    from lotus_nb.report import is_reference, summarize
+    from lotus_nb.report import summarize
+    from lotus_nb.methods import is_reference
     df = results[[not is_reference(m) for m in results.method]]
     mean, _ = summarize(df, ['rf_jsd', 'zrf', 'jsd'])
     out = pd.DataFrame({'RF-JSD x1e4': (mean.rf_jsd*1e4).map('{:.2f}'.format), 'ZRF': mean.zrf.map('{:.4f}'.format),

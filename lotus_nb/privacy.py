@@ -9,13 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn.functional as F
 import matplotlib.pyplot as plt
-from .data import load_dataset, make_splits, stratified_sample, check_choice, check_fraction, check_seed, TensorSplit
+from .data import load_dataset, stratified_sample, check_choice, check_fraction, check_seed
+from .splits import make_splits
+from .loaders import TensorSplit
 from .models import MODELS, create_model, model_arch
 from .training import Recipe, train_cached, predict, cache_key, get_device
-from .methods import UnlearnTask, unlearn, list_methods, method_config, check_method
+from .methods import UnlearnTask, unlearn, list_methods, method_config, check_method, display_name, is_reference, ordered_methods, role_method
 from .metrics import evaluate
 from .experiment import benchmark_defaults
-from .report import summarize, fmt_pm, rank_row, make_table, display_name, is_reference, ordered_methods, save_table
+from .report import summarize, fmt_pm, rank_row, make_table, save_table
+from .store import Store, atomic_write
 
 log = logging.getLogger('lotus_nb')
 
@@ -177,20 +180,17 @@ POP_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia
 
 def save_npz(path,      # the .npz file; its folder is created
              **arrays): # passed on to np.savez: name -> array
-    "Write `arrays` to `path` atomically (a temporary file, then a rename)"
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp')
-    with open(tmp, 'wb') as f: np.savez(f, **arrays)
-    os.replace(tmp, path)
+    "Write `arrays` to `path` atomically (lotus_nb.store.atomic_write: a unique temporary file, fsync, a rename)"
+    atomic_write(path, lambda f: np.savez(f, **arrays))
 
 def shadow_paths(setup:AuditSetup, # the audit's data and recipe, hashed into the names
                  k:int,            # shadow index
-                 out_dir,          # the audit's folder; checkpoints go in its shadows/
+                 out_dir,          # the audit's folder (a results store): checkpoints go in its checkpoints/
                  ) -> tuple:       # (f_orig path, f_gold path)
-    "Checkpoint paths of shadow `k`'s $f_{orig}$ and $f_{gold}$"
-    seed, d = setup.shadow_seed(k), Path(out_dir)/'shadows'
-    return (d/f"orig{k}_{cache_key(**setup.ident, kind='orig', forget=setup.forget(k).tolist(), seed=seed)}.pt",
-            d/f"gold{k}_{cache_key(**setup.ident, kind='gold', seed=seed)}.pt")
+    "Checkpoint paths of shadow `k`'s $f_{orig}$ and $f_{gold}$: the audit's store names them (its checkpoints/)"
+    seed, store = setup.shadow_seed(k), Store(out_dir)
+    return (store.checkpoint(f'orig{k}', cache_key(**setup.ident, kind='orig', forget=setup.forget(k).tolist(), seed=seed)),
+            store.checkpoint(f'gold{k}', cache_key(**setup.ident, kind='gold', seed=seed)))
 
 def score_path(setup:AuditSetup, # the audit; its held-out samples are hashed into the name
                k:int,            # shadow index
@@ -219,7 +219,7 @@ def method_configs(methods,       # registry names of the audited methods
 def shadow_runs(setup:AuditSetup,    # the audit's data, shadow design and recipe
                 k:int,               # shadow index, 0..setup.shadows-1
                 methods,             # registry names of the methods to unlearn shadow k with
-                out_dir,             # the audit's folder: shadows/ checkpoints and scores/ caches
+                out_dir,             # the audit's folder: checkpoints/ of the shadows and scores/ caches
                 device='cpu',        # where shadows are trained, unlearned and scored ('auto': CUDA if any)
                 cfgs:dict=None,      # method -> config; None: method_configs for the setup's model and recipe
                 progress:bool=False, # show training and unlearning progress bars
@@ -253,15 +253,15 @@ class Audit:
     tables: dict = field(default_factory=dict)  # name -> DataFrame, filled by write_audit
     figures: dict = field(default_factory=dict) # name -> path of the saved figure, filled by write_audit
 
-def audit_methods(methods=None, # registry names; None: every unlearning method plus 'gold'
+def audit_methods(methods=None, # registry names; None: every unlearning method plus the Gold Standard
                   ) -> list:
     "`methods` checked, in the paper's order; None: every registered unlearning method plus the Gold Standard"
-    methods = list_methods(reference=False) + ['gold'] if methods is None else methods
+    methods = list_methods(reference=False) + [role_method('gold')] if methods is None else methods
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
     return ordered_methods([check_method(m) for m in methods])
 
 def run_audit(setup:AuditSetup,           # from prepare_audit
-              methods=None,               # registry names; None: every unlearning method plus 'gold'
+              methods=None,               # registry names; None: every unlearning method plus the Gold Standard
               out_dir='results/privacy',  # caches of shadows and scores; a rerun resumes from them
               device:str='auto',          # where shadows are trained and unlearned
               progress:bool=False,        # show per-model progress bars (shadow progress is always logged)
@@ -299,8 +299,9 @@ def privacy_means(results:pd.DataFrame,    # one row per (method, seed) with att
 def attack_ranks(mean:pd.DataFrame, # per-method means (privacy_means), Gold among the rows
                  ) -> pd.DataFrame: # unlearning methods x attacks, ties share the best rank
     "Rank (1: closest to Gold's mean) of each unlearning method under each attack; empty without Gold"
-    if 'gold' not in mean.index: return pd.DataFrame()
-    dist = (mean - mean.loc['gold']).abs().drop([m for m in mean.index if is_reference(m)])
+    gold = role_method('gold')
+    if gold not in mean.index: return pd.DataFrame()
+    dist = (mean - mean.loc[gold]).abs().drop([m for m in mean.index if is_reference(m)])
     return dist.rank(method='min').astype('Int64')
 
 def table_privacy(results:pd.DataFrame,    # one row per (method, seed): a benchmark's results.csv or Audit.results
@@ -308,10 +309,10 @@ def table_privacy(results:pd.DataFrame,    # one row per (method, seed): a bench
                   digits:int=4,            # decimals of mean and std
                   ) -> pd.DataFrame:
     "Every attack (rows) for every method, mean ± std over seeds; ranked by the distance to Gold's mean"
-    mean, std = privacy_means(results, ulira); cells, ranks = {}, {}
+    mean, std = privacy_means(results, ulira); cells, ranks, gold = {}, {}, role_method('gold')
     for label in mean.columns:
         cells[label] = {m: fmt_pm(mean.loc[m, label], std.loc[m, label], digits) if pd.notna(mean.loc[m, label]) else '' for m in mean.index}
-        if 'gold' in mean.index and pd.notna(mean.loc['gold', label]): ranks[label] = rank_row((mean[label] - mean.loc['gold', label]).abs())
+        if gold in mean.index and pd.notna(mean.loc[gold, label]): ranks[label] = rank_row((mean[label] - mean.loc[gold, label]).abs())
     return make_table(cells, ranks)
 
 # %% ../nbs/21_privacy.ipynb #232d8864
@@ -322,10 +323,10 @@ def privacy_verdict(mean:pd.DataFrame, # per-method means, columns PRIVACY_ROWS 
                     ) -> str:
     "A paragraph, read off the numbers, on what the attacks agree and disagree about"
     from scipy.stats import spearmanr
-    ranks = attack_ranks(mean)
+    ranks, gold = attack_ranks(mean), role_method('gold')
     if ranks.empty: return "Without the Gold Standard there is no reference to rank the methods against."
     out, n = [], len(ranks)
-    if 'U-LiRA AUC' in mean: out.append(f"U-LiRA's AUC on the Gold Standard is {mean.loc['gold', 'U-LiRA AUC']:.3f} (chance: 0.5).")
+    if 'U-LiRA AUC' in mean: out.append(f"U-LiRA's AUC on the Gold Standard is {mean.loc[gold, 'U-LiRA AUC']:.3f} (chance: 0.5).")
     best = {a: display_name(ranks[a].astype(float).idxmin()) for a in ranks.columns if a in POPULATION_ATTACKS or a == 'U-LiRA AUC'}
     out.append("Closest to Gold: " + "; ".join(f"{a}: {b}" for a, b in best.items()) + ".")
     if len(set(best.values())) == 1: out.append("Every attack agrees on the best method.")
@@ -343,27 +344,28 @@ def privacy_verdict(mean:pd.DataFrame, # per-method means, columns PRIVACY_ROWS 
         for a in [a for a in POPULATION_ATTACKS if a in ranks and n > 2]:
             rho = spearmanr(ranks[a].astype(float), ranks['U-LiRA AUC'].astype(float))[0]
             out.append(f"Rank correlation of {a} with U-LiRA: {rho:+.2f}.")
-        exposed = [m for m in ranks.index if mean.loc[m, 'U-LiRA AUC'] > mean.loc['gold', 'U-LiRA AUC'] + margin
+        exposed = [m for m in ranks.index if mean.loc[m, 'U-LiRA AUC'] > mean.loc[gold, 'U-LiRA AUC'] + margin
                    and any(ranks.loc[m, a] <= max(1, n//3) for a in POPULATION_ATTACKS if a in ranks)]
         if exposed: out.append("Population attacks place " + ", ".join(display_name(m) for m in exposed) + " among the closest to Gold, "
                                "yet U-LiRA still separates their forgotten examples from unseen ones (AUC " +
                                ", ".join(f"{mean.loc[m, 'U-LiRA AUC']:.3f}" for m in exposed) + "): forgetting overstated.")
-    if acc_test is not None and 'gold' in acc_test:
-        broken = [m for m in ranks.index if m in acc_test and acc_test[m] < acc_test['gold'] - margin]
+    if acc_test is not None and gold in acc_test:
+        broken = [m for m in ranks.index if m in acc_test and acc_test[m] < acc_test[gold] - margin]
         if broken: out.append("Privacy bought with utility: " + ", ".join(f"{display_name(m)} tests at {acc_test[m]:.3f}" for m in broken) +
-                              f", against Gold's {acc_test['gold']:.3f}.")
+                              f", against Gold's {acc_test[gold]:.3f}.")
     return ' '.join(out)
 
 # %% ../nbs/21_privacy.ipynb #425bd4f8
 def plot_roc(curves:dict,   # method -> roc(...) dict (fpr, tpr, auc), e.g. ULiRA.pooled
-             title:str='U-LiRA'): # the axes' title
+             title:str='U-LiRA', # the axes' title
+             focus:str=None):    # the method whose curve is drawn thicker; None: none
     "ROC curves of several methods on log-log axes, with the chance diagonal; returns the figure"
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     lo = min([c['fpr'][c['fpr'] > 0].min() for c in curves.values() if (c['fpr'] > 0).any()] + [1e-3])
     colors = plt.get_cmap('tab10' if len(curves) <= 10 else 'tab20').colors
     for i, m in enumerate(ordered_methods(curves)):
         c = curves[m]
-        ax.plot(c['fpr'], c['tpr'], ls='--' if is_reference(m) else '-', lw=2.2 if m == 'lotus' else 1.4, color=colors[i % len(colors)],
+        ax.plot(c['fpr'], c['tpr'], ls='--' if is_reference(m) else '-', lw=2.2 if m == focus else 1.4, color=colors[i % len(colors)],
                 label=f"{display_name(m)} (AUC {c['auc']:.3f})")
     ax.plot([lo, 1], [lo, 1], color='k', lw=0.8, ls=':', label='chance')
     ax.set(xscale='log', yscale='log', xlim=(lo, 1), ylim=(lo, 1.02), xlabel='false-positive rate', ylabel='true-positive rate', title=title)
@@ -373,14 +375,15 @@ def plot_roc(curves:dict,   # method -> roc(...) dict (fpr, tpr, auc), e.g. ULiR
 # %% ../nbs/21_privacy.ipynb #645f7914
 def write_audit(audit:Audit, # from run_audit; its tables and figures are filled in
                 out_dir,     # privacy_results.csv, tables/ and figures/ are written here
+                focus:str='lotus', # the method whose ROC curve is drawn thicker
                 ) -> Audit:
     "Write the audit's results, privacy table and ROC figure under `out_dir`; returns `audit` with their paths"
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
-    audit.results.to_csv(out/'privacy_results.csv', index=False)
+    store = Store(out_dir); store.root.mkdir(parents=True, exist_ok=True)
+    atomic_write(store.root/'privacy_results.csv', lambda f: f.write(audit.results.to_csv(index=False).encode()))
     audit.tables['privacy'] = table_privacy(audit.results)
-    save_table(audit.tables['privacy'], out/'tables', 'privacy')
-    (out/'figures').mkdir(exist_ok=True); audit.figures['roc'] = out/'figures'/'roc.png'
+    save_table(audit.tables['privacy'], store.tables, 'privacy')
+    store.figures.mkdir(exist_ok=True); audit.figures['roc'] = store.figures/'roc.png'
     fig = plot_roc({m: u.pooled for m, u in audit.ulira.items()},
-                   f"U-LiRA, {audit.setup.dataset}, {audit.setup.shadows} shadows")
+                   f"U-LiRA, {audit.setup.dataset}, {audit.setup.shadows} shadows", focus)
     fig.savefig(audit.figures['roc'], dpi=120); plt.close(fig)
     return audit

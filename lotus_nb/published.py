@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np, pandas as pd
 import lotus_nb
 from .paper import PAPER_BENCHMARKS, PB, LABELS
+from .methods import is_reference, role_method
+from .store import atomic_write
 
 # %% auto #0
 __all__ = ['TABLES', 'COLS', 'DATA_FILE', 'TEX_NAME', 'ARCHS', 'DATASET_LABELS', 'METHOD_NAMES', 'METRIC_WORDS', 'SCALES',
@@ -263,9 +265,8 @@ def write_published(df:pd.DataFrame, # parse_paper's table
                     path=DATA_FILE    # where it is stored: the package's published.csv
                    ) -> Path:
     "Store the parsed tables as CSV (atomically); the package reads this file, never the .tex"
-    path = Path(path); tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    tmp.write_text(df[COLS].to_csv(index=False, float_format='%.6g'), encoding='utf-8'); os.replace(tmp, path)
-    return path
+    text = df[COLS].to_csv(index=False, float_format='%.6g')
+    return atomic_write(path, lambda f: f.write(text.encode('utf-8')))
 
 def read_published(path=DATA_FILE # a stored table of published values
                   ) -> pd.DataFrame:
@@ -307,19 +308,19 @@ def _pcc_rows(out:pd.DataFrame) -> pd.DataFrame:
     from scipy.stats import pearsonr
     from lotus_nb.report import PAPER_METHODS
     rows = []
-    for key, b in out[out.method.isin([m for m in PAPER_METHODS if m != 'gold'])].groupby(BENCH, dropna=False):
+    for key, b in out[out.method.isin([m for m in PAPER_METHODS if not is_reference(m)])].groupby(BENCH, dropna=False):
         m = b.pivot_table(index='method', columns='metric', values='mean')
         if not {'jsd_legacy', 'rf_jsd'} <= set(m) or len(m := m[['jsd_legacy', 'rf_jsd']].dropna()) < 3 or m.nunique().min() < 2: continue
         r = pearsonr(m.jsd_legacy, m.rf_jsd)
         rows += [dict(zip(BENCH, key), method='', metric=k, mean=float(v), std=math.nan, seeds=len(m)) for k, v in (('pcc', r.statistic), ('p_value', r.pvalue))]
     return pd.DataFrame(rows)
 
-def ours_long(rows,             # results rows: a DataFrame of results.csv (read_results) or a list of row dicts
+def ours_long(rows,             # results rows: a DataFrame of a store's rows (Store.read) or a list of row dicts
               classes:dict=None, # {dataset: class names (a list, or {index: name})}: names the forgotten class of class unlearning
               variant:str=''     # the rows' variant: '' (as run), 'softmax' (LoTUS with softmax, tab:gumbel's second row)
              ) -> pd.DataFrame:
     "Our results in the published table's long form: mean and std (ddof 0, as the report's tables) over seeds per benchmark, method and metric; `gap_<metric>` = |mean - Gold's mean|"
-    from lotus_nb.experiment import METRICS
+    from lotus_nb.store import METRICS
     df = pd.DataFrame(rows).copy()
     if not len(df): raise ValueError("no results rows to summarise")
     df['forget_class'] = [_class_name(c, (classes or {}).get(d)) for c, d in zip(df.forget_class, df.dataset)]
@@ -330,8 +331,8 @@ def ours_long(rows,             # results rows: a DataFrame of results.csv (read
     long = df.melt(id_vars=BENCH + ['method', 'seed'], value_vars=metrics, var_name='metric').dropna(subset=['value'])
     g = long.groupby(BENCH + ['method', 'metric'], dropna=False).value
     out = pd.concat([g.mean().rename('mean'), g.std(ddof=0).rename('std'), g.count().rename('seeds')], axis=1).reset_index()
-    gold = out[(out.method == 'gold') & out.metric.isin(GAP_METRICS)].drop(columns=['method', 'std', 'seeds'])
-    gaps = out[(out.method != 'gold') & out.metric.isin(GAP_METRICS)].merge(gold, on=BENCH + ['metric'], suffixes=('', '_gold'))
+    gold = out[(out.method == role_method('gold')) & out.metric.isin(GAP_METRICS)].drop(columns=['method', 'std', 'seeds'])
+    gaps = out[(out.method != role_method('gold')) & out.metric.isin(GAP_METRICS)].merge(gold, on=BENCH + ['metric'], suffixes=('', '_gold'))
     gaps = gaps.assign(mean=(gaps['mean'] - gaps['mean_gold']).abs(), std=math.nan, metric='gap_' + gaps.metric).drop(columns='mean_gold')
     out = pd.concat([out, gaps, _pcc_rows(out)], ignore_index=True)
     out.insert(0, 'arch', out.model.map(lambda m: LABELS.get(m, m)))

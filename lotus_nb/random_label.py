@@ -52,7 +52,7 @@ class RandomLabelConfig(MethodConfig):
     weight_decay: float = 5e-4 # L2 penalty of the optimiser
     passes: str = 'sequential' # 'sequential': forget pass then retain pass (the LoTUS authors' code); 'shuffled': both sets mixed
 
-@register_method('random_label', RandomLabelConfig, display='RndLbl')
+@register_method('random_label', RandomLabelConfig, display='RndLbl', order=4)
 def random_label(original:nn.Module,      # f_orig: the starting point (left unchanged)
                  task:UnlearnTask,        # its forget and retain sets
                  cfg:RandomLabelConfig,   # hyperparameters

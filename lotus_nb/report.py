@@ -8,32 +8,14 @@ from pathlib import Path
 import dataclasses
 import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
-from .metrics import GAP_KEYS
-from .methods import METHODS, load_methods, list_methods, method_config, MethodConfig
+from .metrics import GAP_KEYS, METRIC_FNS
+from .methods import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'SUPP_LABELS', 'EXTRA_MIA', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING',
-           'SUPP_ROWS', 'display_name', 'is_reference', 'ordered_methods', 'summarize', 'fmt_pm', 'rank_row',
-           'make_table', 'render', 'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'best_of',
-           'shape', 'table_paper', 'table_supp_paper', 'report_tables', 'table_hyperparams', 'save_table',
-           'plot_tau_trace', 'plot_entropy']
-
-# %% ../nbs/07_report.ipynb #0e4f1a79
-def display_name(m:str # a method's registry name, e.g. 'lotus'
-                ) -> str: # the paper's column label, e.g. 'LoTUS'; unknown names unchanged
-    "The paper's label of method `m` (its registry `display`), or `m` itself"
-    return METHODS[m].display if m in load_methods() else m
-
-def is_reference(m:str # a method's registry name
-                ) -> bool:
-    "True for the Original and the Gold Standard: compared with, never ranked"
-    return m in load_methods() and METHODS[m].reference
-
-def ordered_methods(methods # registry names, in any order; repeats are dropped
-                   ) -> list:
-    "`methods` in the registry's (the paper's) column order, unknown ones last"
-    order = list_methods(); methods = list(dict.fromkeys(methods))
-    return sorted(methods, key=lambda m: (order.index(m) if m in order else len(order), m))
+           'SUPP_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'extra_rows', 'metric_table',
+           'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'best_of', 'shape', 'table_paper', 'table_supp_paper',
+           'report_tables', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -93,7 +75,11 @@ def render(table:pd.DataFrame, # a make_table table, ranks in attrs['rank']
 # %% ../nbs/07_report.ipynb #166da342
 MAIN_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), 'RF-JSD x1e4': ('rf_jsd', 1e4, 2),
              'ZRF': ('zrf', 1, 4), 'Time (min.)': ('time_min', 1, 2)}
-HIGHER_BETTER = set()   # metric columns where a larger value ranks first
+HIGHER_BETTER = set()   # metric columns where a larger value ranks first (a registered metric says so itself)
+
+def extra_rows() -> dict: # {label: (column, scale, digits)}
+    "The rows of the metrics registered with `register_metric`, as `metric_table` takes them"
+    return {f.label: (name, f.scale, f.digits) for name, f in METRIC_FNS.items()}
 
 def metric_table(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
                  rows:dict             # {row label: (column, scale, digits)}; absent or all-NaN columns are skipped
@@ -105,7 +91,7 @@ def metric_table(results:pd.DataFrame, # rows of results.csv of one benchmark: o
         if col not in cols: continue
         cells[label] = {m: fmt_pm(mean.loc[m, col]*scale, std.loc[m, col]*scale, digits) if pd.notna(mean.loc[m, col]) else ''
                         for m in mean.index}
-        ranks[label] = rank_row(mean[col], col in HIGHER_BETTER)
+        ranks[label] = rank_row(mean[col], col in HIGHER_BETTER or col in METRIC_FNS and METRIC_FNS[col].higher_better)
     return make_table(cells, ranks)
 
 def table_avg_gap(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
@@ -122,7 +108,7 @@ def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows incl
                  keys=GAP_KEYS         # metric columns to compare with f_gold: by default the four Avg Gap terms
                 ) -> pd.DataFrame:
     "`results` with a column `gap_<key>` = |value - gold's value of the same seed| for each key"
-    gold = results[results.method == 'gold'].set_index('seed')[list(keys)]
+    gold = results[results.method == role_method('gold')].set_index('seed')[list(keys)]
     out = results.copy()
     for k in keys: out[f'gap_{k}'] = (out[k] - out['seed'].map(gold[k])).abs()
     return out
@@ -178,7 +164,7 @@ def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, gold's rows
     df = results[results.method.isin(methods)]
     keys = [k for k in GAP_KEYS if k in df and df[k].notna().any()]
     if not len(df): return shape(pd.DataFrame(), SUPP_ROWS, [display_name(m) for m in methods])
-    g = gaps_to_gold(df, keys) if (df.method == 'gold').any() else df
+    g = gaps_to_gold(df, keys) if (df.method == role_method('gold')).any() else df
     cols = [c for c in [*SUPP_ROWS.values(), *(f'gap_{k}' for k in keys)] if c in g]
     mean, std = summarize(g, cols); cells, ranks = {}, {}
     for label, k in SUPP_ROWS.items():
@@ -191,9 +177,9 @@ def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, gold's rows
 
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table
-    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape; '_extra': every method that ran and every metric"
+    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape; '_extra': every method that ran and every metric, registered ones included"
     return {'avg_gap': table_paper(results), 'avg_gap_supp': table_supp_paper(results),
-            'avg_gap_extra': table_avg_gap(results, MAIN_ROWS), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
+            'avg_gap_extra': table_avg_gap(results, {**MAIN_ROWS, **extra_rows()}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
 
 # %% ../nbs/07_report.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
-from .data import as_split, check_fraction
+from .data import check_fraction
+from .loaders import as_split
 from .methods import UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
 from .random_label import RandomLabelConfig, random_label
 
@@ -55,7 +56,7 @@ class SalunConfig(RandomLabelConfig):
     lr: float = 1e-3             # of the masked Random Labeling (salun_class.py:139); Table tab:hyperparams' 0.1: an override
     mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
 
-@register_method('salun', SalunConfig, display='SalUn')
+@register_method('salun', SalunConfig, display='SalUn', order=9)
 def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
           task:UnlearnTask,     # forget and retain sets
           cfg:SalunConfig,      # hyperparameters

@@ -82,7 +82,7 @@ class ScrubConfig(MethodConfig):
     lr_decay: float = 0.1          # factor at each milestone
     rewind: bool = False           # SCRUB+R: return the epoch whose forget error is closest to the held-out error
 
-@register_method('scrub', ScrubConfig, display='SCRUB')
+@register_method('scrub', ScrubConfig, display='SCRUB', order=6)
 def scrub(original:nn.Module,  # $f_{orig}$: the frozen teacher and the student's start (left unchanged)
           task:UnlearnTask,     # forget and retain sets; unseen ($D_u$) needed only with rewind=True
           cfg:ScrubConfig,      # hyperparameters

@@ -56,7 +56,7 @@ class SSDConfig(MethodConfig):
     lam: float = 1.            # dampening constant $\lambda$
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}   # reproduce_results.sh: ViT runs at batch 32
 
-@register_method('ssd', SSDConfig, display='SSD')
+@register_method('ssd', SSDConfig, display='SSD', order=7)
 def ssd(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is dampened)
         task:UnlearnTask,     # forget and retain sets
         cfg:SSDConfig,        # hyperparameters

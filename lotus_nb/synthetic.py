@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np, torch
-from .data import TensorSplit
+from .loaders import TensorSplit
 from .experiment import register_unseen
 
 # %% auto #0

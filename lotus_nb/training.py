@@ -9,16 +9,18 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .data import as_split, check_choice
+from .data import check_choice
+from .loaders import as_split
+from .store import atomic_write
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'get_device', 'set_seed', 'autocast', 'model_device',
-           'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr', 'device_batches',
-           'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable', 'StepGraph',
-           'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'fit', 'cache_key', 'save_checkpoint',
-           'load_checkpoint', 'train_cached']
+__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'CACHE_VERSION', 'get_device', 'set_seed', 'autocast',
+           'model_device', 'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr',
+           'device_batches', 'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable',
+           'StepGraph', 'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'fit', 'cache_key',
+           'save_checkpoint', 'load_checkpoint', 'train_cached']
 
 # %% ../nbs/03_training.ipynb #d98ee362
 def get_device(device:str='auto', # 'cpu', 'cuda', 'cuda:N', or 'auto': CUDA when available, else the CPU
@@ -396,19 +398,19 @@ def fit(model:nn.Module,     # trained in place; on return, its best-validation 
     return dict(history=hist, time_min=t.minutes)
 
 # %% ../nbs/03_training.ipynb #a236e80e
+CACHE_VERSION = 3   # bump when a change of the code changes what a cached model or a results row holds: every key changes with it
+
 def cache_key(**spec, # whatever determines the cached object; keys in any order, non-JSON values as str
               ) -> str: # 16 hex digits of its SHA-1
-    "Short stable hash of a JSON-able spec"
-    return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    "Short stable hash of a JSON-able spec and of `CACHE_VERSION`"
+    return hashlib.sha1(json.dumps(dict(spec, cache_version=CACHE_VERSION), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
-def save_checkpoint(path,            # file to write (its folder is created); a .tmp file is renamed onto it
+def save_checkpoint(path,            # file to write (its folder is created), through a unique temporary file
                     model:nn.Module, # its state_dict is saved on the CPU
                     meta:dict):      # anything torch.load(weights_only=True) can read back: plain types
-    "Write `model`'s weights and `meta` atomically to `path`"
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix('.tmp')
-    torch.save(dict(state_dict={k: v.cpu() for k, v in model.state_dict().items()}, meta=meta), tmp)
-    os.replace(tmp, path)
+    "Write `model`'s weights and `meta` atomically to `path` (lotus_nb.store.atomic_write: unique temporary name, fsync, os.replace)"
+    ck = dict(state_dict={k: v.cpu() for k, v in model.state_dict().items()}, meta=meta)
+    atomic_write(path, lambda f: torch.save(ck, f))
 
 def load_checkpoint(path, # a file written by save_checkpoint
                     ) -> dict: # with keys state_dict and meta

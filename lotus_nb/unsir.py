@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.data import Subset
 from tqdm.auto import tqdm
-from .data import TensorSplit, DatasetSplit
+from .loaders import TensorSplit, DatasetSplit
 from .training import train_epoch, ce_loss, autocast, model_device
 from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               num_classes_of)
@@ -107,7 +107,7 @@ class UNSIRConfig(MethodConfig):
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=16)}
 
-@register_method('unsir', UNSIRConfig, display='UNSIR')
+@register_method('unsir', UNSIRConfig, display='UNSIR', order=8)
 def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
           task:UnlearnTask,     # forget and retain sets; task.seed seeds the retain sample and loaders
           cfg:UNSIRConfig,      # hyperparameters

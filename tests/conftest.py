@@ -52,6 +52,6 @@ def show(res: subprocess.CompletedProcess, tail: int = 20_000) -> str:
     return f"$ {' '.join(map(str, res.args))}\nexit {res.returncode}\n{res.stdout[-tail:]}"
 
 def read_rows(path) -> pd.DataFrame:
-    "results.csv as a DataFrame (an empty one while the file does not exist)"
-    from lotus_nb.experiment import read_results
-    return read_results(path)
+    "The rows of the store whose results.csv is `path` (none while the file does not exist)"
+    from lotus_nb.store import Store
+    return Store(Path(path).parent).read()

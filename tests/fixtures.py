@@ -1,10 +1,11 @@
 """Fixture writers for the dataset tests: each writes a small tree in one dataset's exact on-disk format.
 
-The writers live in `lotus_nb.data` (exported from nbs/01_data.ipynb), so the notebooks, these tests and the
+The writers live in `lotus_nb.testing` (exported from nbs/01e_testing.ipynb), so the notebooks, these tests and the
 end-to-end papermill runs share one implementation; this module gathers them for the test suite.
 Every image carries its label in its pixels (`label_image`); `label_of` reads it back."""
-from lotus_nb.data import (label_image, label_of, unnormalize, save_jpeg, py2_pickle, write_idx,
-                           write_cifar10, write_cifar100, write_tinyimagenet, write_mufac, write_imagenet, write_cifake)
+from lotus_nb.loaders import unnormalize
+from lotus_nb.testing import (label_image, label_of, save_jpeg, py2_pickle, write_idx, write_cifar10, write_cifar100,
+                              write_tinyimagenet, write_mufac, write_imagenet, write_cifake)
 
 __all__ = ['label_image', 'label_of', 'unnormalize', 'save_jpeg', 'py2_pickle', 'write_idx', 'write_cifar10', 'write_cifar100',
            'write_tinyimagenet', 'write_mufac', 'write_imagenet', 'write_cifake']

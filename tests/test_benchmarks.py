@@ -28,10 +28,11 @@ def test_gpu_speed_smoke(tmp_path):
         graph, warm, eager, plain = steps[m, 'fast']; assert eager > 0 and graph == warm == plain == 0, (m, steps[m, 'fast'])
         graph, warm, eager, plain = steps[m, 'fast-emulated']; assert graph > 0 and warm > 0 and plain == 0, (m, steps[m, 'fast-emulated'])
     timed = [r for r in j['rows'] if r['steps']]
-    assert all(r['time_s'] > 0 and r['samples_s'] > 0 and r['ratio'] > 0 for r in timed)
+    for r in timed:   # the reported rates are the counted samples over the measured time, and over the ceiling: bookkeeping, not speed
+        assert np.isclose(r['samples_s']*r['time_s'], r['samples']) and np.isclose(r['ratio'], r['samples_s']/r['ceiling_s']), r
     assert {r['method'] for r in j['rows']} >= {'ceiling:ce', 'ceiling:lotus'}
-    assert {e['path'] for e in j['evaluate']} == {'plain', 'fast'} and all(e['evaluate_s'] > 0 and e['forward_s'] > 0 for e in j['evaluate'])
-    assert all(np.isfinite(g['lotus_over_gold']) and g['lotus_over_gold'] > 0 for g in j['gold'])
+    assert {e['path'] for e in j['evaluate']} == {'plain', 'fast'} and all(np.isclose(e['ratio'], e['evaluate_s']/e['forward_s']) for e in j['evaluate'])
+    assert all(np.isclose(g['lotus_over_gold'], g['lotus_s']/g['total_s']) for g in j['gold']), j['gold']
 
 def test_samples_trained():
     "samples_trained (the benchmark's samples/s numerator) against the samples that went forward through the student with gradients"
@@ -54,6 +55,32 @@ def test_samples_trained():
         assert abs(seen[0] - want) <= slack and seen[0] > 0, (m, seen[0], want)
 
 def test_bench_evaluate_vs_forward():
-    "benchmarks/bench.py's evaluate-vs-forward figures on digits: both timed, evaluate the slower (it runs the forward passes too)"
+    "benchmarks/bench.py's evaluate-vs-forward figures on digits: a smoke run; the times are printed by the script, never compared here"
     e = load_script('bench').evaluate_vs_forward('digits', repeats=1)
-    assert e['forward'] > 0 and e['evaluate'] > e['forward'], e
+    assert set(e) == {'forward', 'evaluate'} and all(np.isfinite(v) for v in e.values()), e
+
+def test_evaluate_is_one_forward_pass():
+    """Why `evaluate` costs about one forward pass (the ratio bench.py times): with the reference outputs cached, it sends each
+    image of the four splits through the scored model exactly once, and no reference model runs. Counted, not timed."""
+    import torch
+    from torch.nn.modules.module import register_module_forward_pre_hook
+    from lotus_nb.methods import demo_task
+    from lotus_nb.models import reinit_copy
+    from lotus_nb.metrics import evaluate, reference_outputs
+    from lotus_nb.training import predict
+    m, ts, _ = demo_task('digits', 'resnet18_tiny', epochs=1)
+    f_gold, f_rand = reinit_copy(m, seed=1), reinit_copy(m, seed=2)
+    ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, m, f_rand)
+    splits = [ts[k] for k in ('forget', 'retain', 'test', 'unseen')]
+    seen = {}
+    def count(mod, args):       # images entering each whole network (not its submodules)
+        if mod in (m, f_gold, f_rand): seen[id(mod)] = seen.get(id(mod), 0) + len(args[0])
+    h = register_module_forward_pre_hook(count)
+    try:
+        for s in splits: predict(m, s)
+        forward, seen = seen, {}
+        evaluate(m, *splits, ref=ref)
+    finally: h.remove()
+    n = sum(len(s) for s in splits)
+    assert forward == {id(m): n}, forward
+    assert seen == {id(m): n}, f"evaluate forwarded {seen} images (scored model: {id(m)}), one pass over the four splits is {n}"

@@ -1,20 +1,25 @@
 """Every dataset loader on a small fixture in its exact on-disk format (CIFAR's Python 2 pickles, JPEG trees, MUFAC's CSVs,
 ImageNet's folders and devkit labels, CIFAKE's file names): images and labels stay aligned through every split, the search
-order and the missing-data message, MUFAC's cleaning report, streaming from disk and resizing on the device."""
-import pickle, sys
+order and the missing-data message, MUFAC's cleaning report, streaming from disk and resizing on the device. Hostile files:
+a planted CIFAR pickle is refused before it runs, annotation paths stay inside their dataset folder. The parts of the data
+package: one declared split interface, and the fixture writers (`lotus_nb.testing`) never imported at run time."""
+import ast, os, pickle, subprocess, sys
 from pathlib import Path
 import numpy as np, pytest, torch
 from PIL import Image
 from fixtures import *
-import lotus_nb.data as D
-from lotus_nb.data import load_dataset, dataset_splits, device_splits, unseen_split, make_splits, dataset_defaults
+import lotus_nb.data as D, lotus_nb.formats_idx as FI, lotus_nb.formats_cifar as FC, lotus_nb.formats_folders as FF
+import lotus_nb.mufac as MU
+from lotus_nb.data import load_dataset, dataset_defaults
+from lotus_nb.splits import dataset_splits, make_splits
+from lotus_nb.loaders import device_splits, unseen_split
 
 @pytest.fixture(autouse=True)
 def only_test_folders(tmp_path_factory, monkeypatch):
     "Loaders search only the test's folders: $LOTUS_DATA, the cache and Debian's Fashion-MNIST folder point to an empty one"
     empty = tmp_path_factory.mktemp('empty')
     monkeypatch.setenv('LOTUS_DATA', str(empty)); monkeypatch.setenv('XDG_CACHE_HOME', str(empty))
-    monkeypatch.setattr(D, 'DEFAULT_FMNIST_DIRS', (str(empty),))
+    monkeypatch.setattr(FI, 'DEFAULT_FMNIST_DIRS', (str(empty),))
     return empty
 
 def labels_in(split, mean, std, train=False, batch_size=7):
@@ -46,7 +51,7 @@ def test_cifar10_pickles(tmp_path):
     assert (len(d.y_train), len(d.y_heldout), d.num_classes, d.in_memory) == (30, 40, 10, True)
     assert d.x_train.dtype == torch.uint8 and d.x_train.shape[1:] == (3, 32, 32)
     assert d.classes == ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
-    assert (d.mean, d.std, d.augment) == (D.CIFAR_MEAN, D.CIFAR_STD, 'crop_flip')
+    assert (d.mean, d.std, d.augment) == (FC.CIFAR_MEAN, FC.CIFAR_STD, 'crop_flip')
     assert torch.equal(label_of(d.x_train), d.y_train) and torch.equal(label_of(d.x_heldout), d.y_heldout)
     sp = dataset_splits(d, 0.34, seed=3407)
     assert len(sp.forget) == 10 and np.bincount(d.y_train[sp.forget]).tolist() == [1]*10
@@ -138,7 +143,7 @@ def test_mufac_cleaning(tmp_path):
     assert d.classes[3] == '20-30 years' and not d.in_memory and d.augment == 'mufac'
     # the forget set is the cleaned first `forget_rows` rows of the training CSV, in CSV order
     import pandas as pd
-    csv = pd.read_csv(tmp_path/D.MUFAC_DIR/'custom_train_dataset.csv')
+    csv = pd.read_csv(tmp_path/MU.MUFAC_DIR/'custom_train_dataset.csv')
     gone = set(rep.removed.image_path)
     first = [p for p in csv.image_path[:8] if p not in gone]
     sp = dataset_splits(d, seed=3407)
@@ -147,8 +152,17 @@ def test_mufac_cleaning(tmp_path):
     assert (len(sp.forget), len(sp.retain), len(sp.unseen), len(sp.test)) == tuple(info['sizes'].values())
     with pytest.raises(ValueError, match='class unlearning'): dataset_splits(d, forget_class=1)
     check_aligned(d, sp)
-    xb, yb = next(iter(device_splits(d, sp)['retain'].loader(6, train=True)))           # flip + affine + jitter on the device
-    assert xb.shape == (6, 3, 128, 128) and xb.min() >= 0 and xb.max() <= 1
+    # MUFAC is not normalised: an evaluation batch is exactly the files' pixels / 255, in the split's order
+    retain = device_splits(d, sp)['retain']
+    pixels = lambda idx: torch.stack([torch.from_numpy(np.asarray(Image.open(p).convert('RGB'))).permute(2, 0, 1)
+                                      for p in d.x_train.paths[retain.idx[idx]]]).float()/255
+    xb, yb = next(iter(retain.loader(6)))
+    assert torch.equal(xb, pixels(np.arange(6))) and torch.equal(yb, d.y_train[retain.idx[:6]])
+    # training batches: the seed's order, and each image changed by the flip + affine + jitter (none is its file's pixels)
+    xt, yt = next(iter(retain.loader(6, train=True, seed=4)))
+    order = torch.randperm(len(retain), generator=torch.Generator().manual_seed(4))[:6].numpy()
+    assert torch.equal(yt, retain.labels[order]) and xt.shape == (6, 3, 128, 128)
+    assert not any(torch.equal(a, b) for a, b in zip(xt, pixels(order)))
 
 def test_mufac_workers_serve_the_same_batches(tmp_path):
     pytest.importorskip('imagehash')
@@ -166,9 +180,9 @@ def test_mufac_needs_imagehash(tmp_path, monkeypatch):
 
 def test_mufac_bad_age_class(tmp_path):
     write_mufac(tmp_path, n_train=16, n_val=10, n_test=10, forget_rows=6)
-    csv = tmp_path/D.MUFAC_DIR/'custom_val_dataset.csv'
+    csv = tmp_path/MU.MUFAC_DIR/'custom_val_dataset.csv'
     csv.write_text(csv.read_text().replace(',a,', ',z,', 1))
-    with pytest.raises(ValueError, match="unknown age classes"): D.read_mufac_csv(tmp_path/D.MUFAC_DIR, 'val')
+    with pytest.raises(ValueError, match="unknown age classes"): MU.read_mufac_csv(tmp_path/MU.MUFAC_DIR, 'val')
 
 # ImageNet
 
@@ -189,7 +203,7 @@ def test_imagenet_selection(tmp_path, val_layout):
     assert torch.equal(label_of(torch.stack([d.x_heldout[i] for i in range(33)])), d.y_heldout)
     ds = device_splits(d, sp)
     for name in ('forget', 'unseen', 'test'):
-        read, served = labels_in(ds[name], D.IMAGENET_MEAN, D.IMAGENET_STD, batch_size=16)
+        read, served = labels_in(ds[name], FF.IMAGENET_MEAN, FF.IMAGENET_STD, batch_size=16)
         assert torch.equal(read, served), name
     xb, _ = next(iter(ds['forget'].loader(2)))
     assert xb.shape == (2, 3, 224, 224)
@@ -248,7 +262,7 @@ def test_cifake_unseen_set(tmp_path):
     names = sorted(p.name for p in (tmp_path/'cifake'/'test'/'FAKE').iterdir())
     assert '1000.jpg' in names and '1001 (1).jpg' in names and '1003 (10).jpg' in names
     d = load_dataset('cifake', root=tmp_path)
-    assert (len(d.y_train), len(d.y_heldout), d.classes[9], d.mean) == (0, 40, 'truck', D.CIFAR_MEAN)
+    assert (len(d.y_train), len(d.y_heldout), d.classes[9], d.mean) == (0, 40, 'truck', FC.CIFAR_MEAN)
     assert np.bincount(d.y_heldout).tolist() == [4]*10                 # test/REAL ignored
     assert torch.equal(label_of(d.x_heldout), d.y_heldout)
     read, served = labels_in(unseen_split(d), d.mean, d.std)
@@ -260,7 +274,7 @@ def test_cifake_regrouped_folders(tmp_path):
     "The authors' regrouped cifake_classes/0..9 layout gives the same labels"
     write_cifake(tmp_path/'raw', per_class=2)
     for p in (tmp_path/'raw'/'cifake'/'test'/'FAKE').iterdir():
-        dst = tmp_path/'cifake_classes'/str(D.cifake_label(p.name))/p.name; dst.parent.mkdir(parents=True, exist_ok=True); dst.write_bytes(p.read_bytes())
+        dst = tmp_path/'cifake_classes'/str(FF.cifake_label(p.name))/p.name; dst.parent.mkdir(parents=True, exist_ok=True); dst.write_bytes(p.read_bytes())
     a, b = load_dataset('cifake', root=tmp_path/'raw'), load_dataset('cifake', root=tmp_path)
     assert torch.equal(a.y_heldout.sort().values, b.y_heldout.sort().values) and torch.equal(label_of(b.x_heldout), b.y_heldout)
 
@@ -287,7 +301,7 @@ def test_missing_data_message(tmp_path, only_test_folders, name, hint):
 
 def test_failed_download_is_reported(tmp_path, monkeypatch):
     def no_network(folder): raise OSError('Name or service not known')
-    monkeypatch.setattr(D, '_tiny_download', no_network)
+    monkeypatch.setattr(FF, '_tiny_download', no_network)
     with pytest.raises(FileNotFoundError, match=f'download into {tmp_path} failed: OSError: Name or service not known'):
         load_dataset('tinyimagenet', root=tmp_path)
 
@@ -321,3 +335,96 @@ def test_imagenet_forget_rule_through_a_benchmark(tmp_path):
     assert seeded.setup['lotus'] != first.setup['lotus'], "the rule is part of the run's identity"
     assert seeded.cfgs['lotus'].batch_size == 256, "ImageNet: one batch size, 256, for every method"
     with pytest.raises(TypeError): prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path), data_options={'bogus': 1})), ['lotus'])
+
+# hostile files
+
+class Payload:
+    "What a planted pickle holds: loading it calls `open(marker, 'w')`, and the marker file shows that code ran"
+    def __init__(self, marker): self.marker = marker
+    def __reduce__(self): return (open, (str(self.marker), 'w'))
+
+@pytest.mark.parametrize('planted', ['data_batch_4', 'batches.meta'])
+def test_cifar_pickle_payload_is_refused(tmp_path, planted):
+    "A planted CIFAR pickle runs its code under a plain pickle.load; the reader refuses it, naming the file, before anything runs"
+    write_cifar10(tmp_path, per_class=1, test_per_class=1)
+    marker, raw = tmp_path/'ran', pickle.dumps({'data': Payload(tmp_path/'ran'), 'labels': [0]}, protocol=2)
+    pickle.loads(raw)['data'].close(); assert marker.exists(); marker.unlink()          # the payload is live
+    (tmp_path/'cifar-10-batches-py'/planted).write_bytes(raw)
+    with pytest.raises(pickle.UnpicklingError, match=rf"{planted} is refused: it names \S*open, which CIFAR's files never hold"):
+        load_dataset('cifar10', root=tmp_path, download=False)
+    assert not marker.exists(), "the planted call ran"
+
+def outside_image(tmp_path, like) -> Path:
+    "A real image outside the dataset's tree, so that only the folder check can stop a reader from using it"
+    p = tmp_path/'outside'/'elsewhere.JPEG'; p.parent.mkdir(); p.write_bytes(Path(like).read_bytes()); return p
+
+@pytest.mark.parametrize('kind', ['dotdot', 'absolute'])
+def test_tinyimagenet_annotation_outside_is_refused(tmp_path, kind):
+    "val_annotations.txt naming a file outside val/images (through '..' or an absolute path) stops the load"
+    write_tinyimagenet(tmp_path, n_classes=2, per_class=2, n_val=3)
+    base = tmp_path/'tiny-imagenet-200'; ann = base/'val'/'val_annotations.txt'
+    target = outside_image(tmp_path, base/'val'/'images'/'val_1.JPEG')
+    bad = '../../../outside/elsewhere.JPEG' if kind == 'dotdot' else str(target)
+    assert (base/'val'/'images'/bad).resolve() == target.resolve()                       # the entry does reach the file
+    ann.write_text(ann.read_text().replace('val_0.JPEG', bad, 1))
+    with pytest.raises(ValueError, match=r"val_annotations.txt names '.*elsewhere.JPEG', a path outside"):
+        load_dataset('tinyimagenet', root=tmp_path, download=False)
+
+def test_tinyimagenet_class_folder_outside_is_refused(tmp_path):
+    write_tinyimagenet(tmp_path, n_classes=2, per_class=2, n_val=3)
+    base = tmp_path/'tiny-imagenet-200'
+    (tmp_path/'outside'/'images').mkdir(parents=True)
+    (tmp_path/'outside'/'images'/'x.JPEG').write_bytes(next((base/'train').rglob('*.JPEG')).read_bytes())
+    (base/'wnids.txt').write_text((base/'wnids.txt').read_text() + '../../outside\n')
+    with pytest.raises(ValueError, match=r"wnids.txt names '../../outside', a path outside"): load_dataset('tinyimagenet', root=tmp_path, download=False)
+
+@pytest.mark.parametrize('kind', ['dotdot', 'absolute'])
+def test_mufac_csv_path_outside_is_refused(tmp_path, kind):
+    "A MUFAC CSV naming an image outside its split's image folder stops the read"
+    import pandas as pd
+    write_mufac(tmp_path, n_train=16, n_val=10, n_test=10, forget_rows=6)
+    base = tmp_path/MU.MUFAC_DIR; csv = base/'custom_val_dataset.csv'
+    target = outside_image(tmp_path, next((base/'val_images').iterdir()))
+    bad = '../../outside/elsewhere.JPEG' if kind == 'dotdot' else str(target)
+    assert (base/'val_images'/bad).resolve() == target.resolve()
+    df = pd.read_csv(csv); df.loc[0, 'image_path'] = bad; df.to_csv(csv, index=False)
+    with pytest.raises(ValueError, match=r"custom_val_dataset.csv names '.*elsewhere.JPEG', a path outside"): MU.read_mufac_csv(base, 'val')
+
+# the parts of the data package
+
+def test_split_interface():
+    "TensorSplit, FileSplit and DatasetSplit are Splits; a class with loader and subset counts too; the package asks isinstance, never hasattr"
+    from lotus_nb.loaders import Split, IndexSplit, TensorSplit, FileSplit, DatasetSplit, as_split
+    assert issubclass(TensorSplit, IndexSplit) and issubclass(FileSplit, IndexSplit) and issubclass(DatasetSplit, Split)
+    class Mine:
+        def loader(self, batch_size=128, train=False, seed=0, tags=None): return []
+        def subset(self, frac, seed): return self
+    assert isinstance(Mine(), Split) and as_split(Mine()).__class__ is Mine
+    assert not isinstance(torch.utils.data.TensorDataset(torch.zeros(2)), Split)
+    pkg = Path(D.__file__).parent
+    probes = [f"{p.name}:{n.lineno}" for p in pkg.glob('*.py') for n in ast.walk(ast.parse(p.read_text()))
+              if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == 'hasattr' and len(n.args) == 2
+              and isinstance(n.args[1], ast.Constant) and n.args[1].value in ('loader', 'subset', 'labels')]
+    assert probes == [], f"the split interface probed with hasattr: {probes}"
+
+def _imports_of(path: Path) -> set:
+    "The lotus_nb modules `path` imports, anywhere in the file"
+    out = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom) and n.level: out |= {n.module.split('.')[0]} if n.module else {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and (n.module or '').startswith('lotus_nb'):
+            out |= {n.module.split('.')[1]} if '.' in n.module else {a.name for a in n.names}
+        elif isinstance(n, ast.Import): out |= {a.name.split('.')[1] for a in n.names if a.name.startswith('lotus_nb.')}
+    return out
+
+def test_data_parts_import_one_way():
+    "The data core imports no other lotus_nb module (so no reader), nothing but tests and notebooks imports lotus_nb.testing"
+    pkg = Path(D.__file__).parent
+    assert _imports_of(pkg/'data.py') == set()
+    importers = sorted(p.name for p in pkg.glob('*.py') if p.stem not in ('testing', '_modidx') and 'testing' in _imports_of(p))
+    assert importers == [], f"runtime modules import lotus_nb.testing: {importers}"
+    code = ("import sys, lotus_nb.experiment, lotus_nb.grid; from lotus_nb.data import DATASETS; "
+            "print('lotus_nb.testing' in sys.modules, ','.join(sorted(DATASETS)))")
+    res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ['False', 'cifake,cifar10,cifar100,digits,fashionmnist,imagenet,mufac,tinyimagenet'], res.stdout

@@ -228,6 +228,88 @@ def test_page_names_unique():
     "No two notebooks are rendered to the same page"
     assert bd.page_collisions() == {}
 
+# ---------------------------------------------------------------- the README's links, the GitHub workflows
+
+def readme_links(text:str) -> list[str]:
+    "The targets of README.md's links: Markdown `[text](target)`, HTML `href`/`src`, and bare URLs"
+    md = re.findall(r'\]\(<?([^)\s>]+)>?(?:\s+"[^"]*")?\)', text)
+    html = re.findall(r'(?:href|src)="([^"]+)"', text)
+    bare = re.findall(r'(?<![(<"])\bhttps?://[^\s)>`"]+', text)
+    return md + html + bare
+
+def test_readme_links_resolve():
+    """Every relative link of README.md leads to a file of the repository (the chapters in `nbs/`, which GitHub shows
+    with their outputs), and none leads to the doc site of settings.ini (`doc_host`), which nothing publishes for this
+    repository: the site is what .github/workflows/deploy.yaml publishes for the repository it runs in"""
+    text = (ROOT/'README.md').read_text(encoding='utf-8')
+    links = readme_links(text)
+    rel = [l for l in links if not re.match(r'[a-z][a-z+.-]*:', l) and not l.startswith('#')]
+    assert len(rel) > 20, rel
+    missing = [l for l in rel if not (ROOT/l.split('#')[0]).exists()]
+    assert missing == [], f"README.md links to files that do not exist: {missing}"
+    host = re.sub(r'^https?://', '', bd.settings()['doc_host']).rstrip('/')
+    assert host and not [l for l in links if host in l], f"README.md links to {host}, which is not published"
+    # the site is named only as the deploy workflow's, for the repository it runs in
+    for para in text.split('\n\n'):
+        if 'github.io' in para: assert 'deploy.yaml' in para and host not in para, para
+
+def test_readme_link_check_can_fail():
+    links = readme_links('[a](nbs/00_theory.ipynb) [b](nbs/nope.ipynb#x) <a href="docs/x.png"> see https://lotus-nb.github.io/lotus_nb/')
+    assert links == ['nbs/00_theory.ipynb', 'nbs/nope.ipynb#x', 'docs/x.png', 'https://lotus-nb.github.io/lotus_nb/']
+
+def _workflow(name:str) -> dict:
+    import yaml
+    wf = yaml.safe_load((ROOT/'.github'/'workflows'/name).read_text(encoding='utf-8'))
+    wf['on'] = wf.pop(True, wf.get('on'))       # YAML 1.1 reads the key `on` as True
+    return wf
+
+def _runs(job:dict) -> str: return '\n'.join(s.get('run', '') for s in job['steps'])
+
+def test_test_workflow():
+    "CI runs the README's test command on every push and pull request, in Debian 12 with Python 3.11 as root (tools/setup.sh)"
+    wf = _workflow('test.yaml')
+    assert {'push', 'pull_request'} <= set(wf['on'])
+    (job,) = wf['jobs'].values()
+    assert job['runs-on'] == 'ubuntu-latest' and job['container'].startswith('python:3.11-bookworm')
+    assert any(s.get('uses', '').startswith('actions/checkout@') for s in job['steps'])
+    readme = (ROOT/'README.md').read_text(encoding='utf-8')
+    cmd = 'bash tools/setup.sh && python -m pytest tests'
+    assert cmd in readme and cmd in _runs(job).splitlines()
+    assert bd.settings()['min_python'] == '3.11'
+
+def test_deploy_workflow():
+    "The docs deploy builds the site with Quarto (nbdev_docs) on a push to main and pushes _docs to gh-pages"
+    wf = _workflow('deploy.yaml')
+    assert 'main' in wf['on']['push']['branches'] and 'workflow_dispatch' in wf['on']
+    assert wf['permissions']['contents'] == 'write'
+    (job,) = wf['jobs'].values()
+    runs = _runs(job)
+    assert 'nbdev_docs' in runs.split() and 'pip install -e ".[dev]"' in runs
+    assert any(s.get('with', {}).get('python-version') == bd.settings()['min_python'] for s in job['steps'])
+    (pub,) = [s for s in job['steps'] if s.get('uses', '').startswith('peaceiris/actions-gh-pages@')]
+    assert pub['with']['publish_dir'] == './' + bd.settings()['doc_path'] and pub['with']['publish_branch'] == 'gh-pages'
+    # a fork's site points at the fork: settings.ini's doc_host and doc_baseurl are rewritten before the build
+    steps = [s.get('run', '') for s in job['steps']]
+    i_fork = next(i for i, r in enumerate(steps) if 'doc_host' in r and 'settings.ini' in r)
+    assert i_fork < next(i for i, r in enumerate(steps) if 'nbdev_docs' in r.split())
+    assert all(f'^{k} = ' in steps[i_fork] for k in ('doc_host', 'doc_baseurl', 'git_url'))
+
+def test_fork_settings(tmp_path):
+    "The deploy's settings step points doc_host/doc_baseurl at the repository it runs in, and nbdev reads the result"
+    import os, shutil, subprocess
+    step = next(s['run'] for s in _workflow('deploy.yaml')['jobs']['deploy']['steps'] if 'doc_host' in s.get('run', ''))
+    for repo, host, base in [('Someone/lotus_nb', 'https://someone.github.io', '/lotus_nb'),
+                             ('someone/someone.github.io', 'https://someone.github.io', '')]:
+        shutil.copy(ROOT/'settings.ini', tmp_path/'settings.ini')
+        env = {**os.environ, 'GITHUB_REPOSITORY': repo, 'GITHUB_REPOSITORY_OWNER': repo.split('/')[0]}
+        res = subprocess.run(['bash', '-e', '-c', step], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        import configparser
+        cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(tmp_path/'settings.ini')
+        d = cfg['DEFAULT']
+        assert (d['doc_host'], d['doc_baseurl'], d['git_url']) == (host, base, f'https://github.com/{repo}')
+        assert d['lib_name'] == 'lotus_nb'
+
 # ---------------------------------------------------------------- nbdev_docs's own processing
 
 def unbound_in_show_doc_run(nb_path) -> list:

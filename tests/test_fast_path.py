@@ -111,7 +111,9 @@ def test_no_host_sync_in_the_loop(demo):
 
 def cuda_task(n=2400, classes=10, seed=0):
     "Synthetic CIFAR-shaped data on the GPU, a random-init resnet18_small, and its LoTUS task"
-    from lotus_nb.data import ImageData, make_splits, tensor_splits
+    from lotus_nb.data import ImageData
+    from lotus_nb.splits import make_splits
+    from lotus_nb.loaders import tensor_splits
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n,), generator=g)
     xh, yh = torch.randint(0, 256, (n//4, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n//4,), generator=g)

@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 from conftest import run_nb, show, read_rows
-from lotus_nb.experiment import KEY, METRICS
+from lotus_nb.store import KEY, METRICS
 
 # every table and figure of PROTOCOL section 8
 LABELS = ['tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:imagenet', 'tab:hyperparams', 'tab:avg_gap_supp', 'tab:pcc',
@@ -44,7 +44,8 @@ def test_every_artifact_is_built_or_explained(built):
 
 def test_tables_have_the_papers_shape(built):
     "tab:avg_gap as the paper prints it: its ten columns, its six blocks in order (the ViT and MUFAC ones empty: no stand-in), extras apart"
-    from lotus_nb.report import PAPER_METHODS, MISSING, display_name
+    from lotus_nb.report import PAPER_METHODS, MISSING
+    from lotus_nb.methods import display_name
     t = pd.read_csv(built/'tables'/'avg_gap.csv', index_col=0)
     assert list(t.columns) == [display_name(m) for m in PAPER_METHODS], t.columns
     blocks = ['ViT TinyIN', 'ViT C-100', 'ViT MUFAC', 'RN18 TinyIN', 'RN18 C-100', 'RN18 MUFAC']
@@ -61,6 +62,28 @@ def test_tables_have_the_papers_shape(built):
     assert list(fifty.columns) == ['Finetuning', 'NegGrad+', 'RndLbl', 'LoTUS']
     tau = json.loads((built/'manifest'/'tau.json').read_text())
     assert 'epochs of LoTUS' in tau['caption'] and 'RN18' in tau['caption'], tau['caption']
+
+def test_figures_draw_their_own_runs(built):
+    "fig:tau and fig:streisand draw the records of the main benchmark's own runs (forget 10%), never those of tab:fifty's forget 50% of the same setup"
+    import numpy as np
+    from lotus_nb.store import Store, row_id
+    store = Store(built)
+    rows = store.read()
+    assert (rows.forget_pct == .5).any() and (rows.forget_pct == .1).any(), "both forget sets ran in one store: the case that used to collide"
+    tau = json.loads((built/'figures'/'tau.json').read_text())
+    assert tau, "fig:tau drew no run"
+    for seed, d in tau.items():
+        assert d['ident']['forget_pct'] == .1 and d['ident']['method'] == 'lotus' and d['ident']['seed'] == int(seed), d['ident']
+        assert store.read_record(row_id(d['ident']))['trace'] == d['trace']
+    ent = json.loads((built/'figures'/'streisand.json').read_text())
+    assert set(ent) == {'original', 'gold', 'random_label', 'lotus'}, set(ent)
+    n_forget = {len(d['entropies']['forget']) for d in ent.values()}
+    assert len(n_forget) == 1, n_forget
+    for m, d in ent.items():
+        assert d['ident']['forget_pct'] == .1 and d['ident']['method'] == m, d['ident']
+        arrays = store.read_arrays(row_id(d['ident']))
+        assert set(arrays) == set(d['entropies'])
+        for k, v in d['entropies'].items(): np.testing.assert_allclose(v, arrays[k], rtol=1e-6)
 
 def test_ray_gives_the_same_rows(built, tmp_path):
     pytest.importorskip('ray')

@@ -1,7 +1,8 @@
 """nbs/class_unlearning.ipynb (tab:class, fig:gradcams) and nbs/data_analysis.ipynb (fig:hash_diff, fig:mufac_examples,
 fig:mufac_classes) run by papermill in reduced form: the artifacts, their manifest entries, and the notes on missing data."""
 import json
-from lotus_nb.report import PAPER_METHODS, MISSING, display_name
+from lotus_nb.report import PAPER_METHODS, MISSING
+from lotus_nb.methods import display_name
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,14 +30,24 @@ def assert_files(out, e, exts):
 
 @pytest.fixture(scope='module')
 def class_run(tmp_path_factory):
-    "class_unlearning, embedded, the digits stand-in only, one seed, Original/Gold/LoTUS, 3 training epochs"
+    "class_unlearning, embedded, the digits stand-in only, one seed, Original/Gold/Finetuning/LoTUS (two ranked methods), 3 training epochs"
     tmp = tmp_path_factory.mktemp('class'); out = tmp/'paper'
     res = run_nb('class_unlearning', tmp/'class.ipynb', '-p', 'scale', 'embedded', '-y', 'benchmarks: [digits]', '-y', 'seeds: [1]',
-                    '-y', 'methods: [original, gold, lotus]', '-p', 'train_epochs', '3', '-p', 'out_dir', out)
+                    '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'train_epochs', '3', '-p', 'out_dir', out)
     assert res.returncode == 0, show(res)
     return tmp, out
 
 ROW = 'RN18-small / digits (for C-100) / 3'
+
+def bold(md, row) -> str:
+    "The column whose cell of `row` is in bold in the Markdown table `md` (row labels may hold ' | ')"
+    lines = md.read_text().splitlines()
+    cols = [c.strip() for c in lines[0].strip().strip('|').split('|')][1:]
+    line = next(l for l in lines if l.startswith(f'| {row} '))
+    cells = [c.strip() for c in line[len(f'| {row} '):].strip().strip('|').split('|')]
+    found = [c for c, v in zip(cols, cells, strict=True) if v.startswith('**')]
+    assert len(found) == 1, (row, found, cells)
+    return found[0]
 
 def test_tab_class(class_run):
     tmp, out = class_run
@@ -49,18 +60,26 @@ def test_tab_class(class_run):
     assert list(t.columns) == [display_name(m) for m in PAPER_METHODS], t.columns
     B = 'RN18 C-100 Beaver'
     assert list(t.index) == [f'{b} | {r}' for b in ('RN18 TinyIN Pizza', B) for r in ('Avg Gap', 'JSD ×1e4', 'Time (min.)')], t.index
-    assert t.loc[f'{B} | Avg Gap', 'Gold Std'].startswith('0.0000') and t.loc[f'{B} | Avg Gap', 'Finetuning'] == MISSING
+    assert t.loc[f'{B} | Avg Gap', 'Gold Std'].startswith('0.0000') and t.loc[f'{B} | Avg Gap', 'NegGrad+'] == MISSING
+    assert t.loc[f'{B} | Avg Gap', 'Finetuning'] != MISSING and t.loc[f'{B} | Avg Gap', 'LoTUS'] != MISSING
     assert (t.loc['RN18 TinyIN Pizza | Avg Gap'] == MISSING).all() and 'Original' not in t.columns
     assert '**' in (out/e['files']['md']).read_text()
-    x = pd.read_csv(out/manifest(out, 'tab:class_extra')['files']['csv'], index_col=0)
-    assert list(x.columns) == ['Original', 'Gold Std', 'LoTUS', 'best'] and (x['best'] == 'LoTUS').all(), x
     df = read_rows(out/'results.csv')
-    assert sorted(df.method) == ['gold', 'lotus', 'original'] and set(df.seed) == {1} and set(df.forget_class) == {3}, df
+    assert sorted(df.method) == ['finetune', 'gold', 'lotus', 'original'] and set(df.seed) == {1} and set(df.forget_class) == {3}, df
+    # `best`, recomputed from the rows: the smallest mean over seeds among the unlearning methods (the references are not ranked)
+    means = df[~df.method.isin(['original', 'gold'])].groupby('method')[['avg_gap', 'jsd', 'rf_jsd', 'time_min']].mean()
+    best = {col: display_name(means[col].idxmin()) for col in means if means[col].notna().any()}
+    x = pd.read_csv(out/manifest(out, 'tab:class_extra')['files']['csv'], index_col=0)
+    assert list(x.columns) == ['Original', 'Gold Std', 'Finetuning', 'LoTUS', 'best'], x.columns
+    for label, col in {'Avg Gap': 'avg_gap', 'JSD x1e4': 'jsd', 'RF-JSD x1e4': 'rf_jsd', 'Time (min.)': 'time_min'}.items():
+        if f'{ROW} | {label}' not in x.index: assert df[col].isna().all(), (label, df[col]); continue   # a metric that did not apply
+        assert x.loc[f'{ROW} | {label}', 'best'] == best[col], (label, x.loc[f'{ROW} | {label}'], best[col])
+    assert bold(out/e['files']['md'], f'{B} | Avg Gap') == best['avg_gap'], "tab:class marks the smallest Avg Gap in bold"
     assert (df.loc[df.method == 'gold', 'acc_forget'] == 0).all(), "the gold model never saw the class"
     cfg = json.loads(next((out/'runs').glob('lotus_seed1_*.json')).read_text())['config']
     assert cfg['alpha'] == 32 and cfg['class_unlearning'] is True, "LoTUS ran its class variant"
     o = outputs(tmp/'class.ipynb')
-    assert 'Avg Gap' in o and '**' in o and 'the smallest Avg Gap is LoTUS' in o
+    assert 'Avg Gap' in o and '**' in o and f"the smallest Avg Gap is {best['avg_gap']}'s" in o
 
 def test_fig_gradcams(class_run):
     tmp, out = class_run
@@ -94,7 +113,7 @@ def hash_diff_data(out, e) -> pd.DataFrame:
     assert list(t.columns) == ['dataset', 'statistic', 'bits', 'count', 'cumulative']
     for (ds, stat), g in t.groupby(['dataset', 'statistic']):
         assert g.bits.tolist() == list(range(65)), (ds, stat)
-        assert (g['count'] >= 0).all() and (g.cumulative.diff().dropna() >= -1e-12).all() and abs(g.cumulative.iloc[-1] - 1) < 1e-9
+        assert abs(g.cumulative.iloc[-1] - 1) < 1e-9, (ds, stat)
         assert abs(g.cumulative - g['count'].cumsum()/g['count'].sum()).max() < 1e-9, (ds, stat)
     assert set(t.statistic) == {'all pairs', 'nearest'}
     return t
@@ -113,7 +132,8 @@ def test_hash_diff_embedded(analysis_embedded):
     assert set(t.dataset) == {'digits (for C-10, C-100)', 'F-MNIST (for TinyIN)'}
     import imagehash
     from PIL import Image
-    from lotus_nb.data import load_dataset, dataset_splits
+    from lotus_nb.data import load_dataset
+    from lotus_nb.splits import dataset_splits
     d = load_dataset('digits'); sp = dataset_splits(d, 0.1, 3407)                 # the first paper seed draws the forget set
     h = lambda idx: [imagehash.phash(Image.fromarray(d.x_train[i, 0].numpy())) for i in idx]
     hf, hr = h(sp.forget), h(sp.retain)

@@ -1,10 +1,12 @@
 """nbs/unseen_sets.ipynb (tab:cifar) and nbs/ablations.ipynb (tab:gumbel, tab:alpha_search, tab:lotus_salun, fig:retain_sweep)
 run by papermill in reduced form: the artifacts, their manifest entries, the rows in the shared store, and CIFAKE missing or present."""
 import json
-from lotus_nb.report import PAPER_METHODS, MISSING, display_name
+from lotus_nb.report import PAPER_METHODS, MISSING
+from lotus_nb.methods import display_name
 import pandas as pd
 import pytest
 from conftest import run_nb, outputs, show, read_rows
+from lotus_nb.store import Store, row_id
 from fixtures import write_cifar10, write_cifake
 
 QUICK = ['-y', 'seeds: [1]', '-p', 'train_epochs', '3', '-y', 'benchmarks: [cifar10/resnet18]']
@@ -18,14 +20,32 @@ def paper_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('paper_b'); out = tmp/'paper'
     res = run_nb('unseen_sets', tmp/'unseen.ipynb', *QUICK, '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'out_dir', out)
     assert res.returncode == 0, show(res)
-    ckpts = sorted(p.name for p in (out/'checkpoints').iterdir())
+    ckpts, first = sorted(p.name for p in (out/'checkpoints').iterdir()), read_rows(out/'results.csv')
     res = run_nb('ablations', tmp/'ablations.ipynb', *QUICK, '-p', 'focus', 'cifar10/resnet18', '-y', 'alphas: [2, 8]',
                     '-y', 'retain_pcts: [0.1, 0.3]', '-p', 'out_dir', out)
     assert res.returncode == 0, show(res)
-    return tmp, out, ckpts
+    return tmp, out, ckpts, first
+
+def md_row(md, row) -> dict:
+    "{column: cell} of `row` in the Markdown table `md`, markup kept (row labels may hold ' | ')"
+    lines = md.read_text().splitlines()
+    cols = [c.strip() for c in lines[0].strip().strip('|').split('|')][1:]
+    line = next(l for l in lines if l.startswith(f'| {row} '))
+    return dict(zip(cols, [c.strip() for c in line[len(f'| {row} '):].strip().strip('|').split('|')], strict=True))
+
+def marks(md, row) -> tuple:
+    "(column in bold, column underlined) of `row` in the Markdown table `md`"
+    cells = md_row(md, row)
+    return tuple(next((c for c, v in cells.items() if v.startswith(m)), None) for m in ('**', '<u>'))
+
+def cell_mean(cell) -> float: return float(str(cell).split(' ± ')[0])
+
+def ranked_two(values:dict) -> tuple:
+    "The two smallest of `{column: value}`, smallest first"
+    return tuple(sorted(values, key=values.get)[:2])
 
 def test_tab_cifar(paper_dir):
-    tmp, out, _ = paper_dir
+    tmp, out, _, first = paper_dir
     e = manifest(out, 'tab:cifar')
     assert e['label'] == 'tab:cifar' and not e['missing'] and 'papermill nbs/unseen_sets.ipynb' in e['command']
     assert 'RN18-small / digits (for C-10)' in e['caption'] and 'PCA' in e['caption'], e['caption']
@@ -40,14 +60,20 @@ def test_tab_cifar(paper_dir):
     syn = df[df.unseen == 'synthetic']
     assert syn.method.tolist() == ['lotus'] and {'original', 'gold', 'finetune', 'lotus'} <= set(df.loc[df.unseen == 'heldout', 'method'])
     # LoTUS's target came from the synthetic set: its run recorded another Acc(f_orig, D_u) than the held-out run's
-    rec = lambda r: json.loads((out/'runs'/f"lotus_seed1_{r.setup}.json").read_text())['acc_unseen']
+    rec = lambda r: Store(out).read_record(row_id(r))['acc_unseen']
     held_lotus = df[(df.unseen == 'heldout') & (df.method == 'lotus')].iloc[0]
     assert rec(syn.iloc[0]) != rec(held_lotus)
+    # bold and underlined, recomputed from the rows the notebook read: Finetuning, LoTUS, LoTUS with the synthetic D_u are ranked
+    one = lambda m, unseen: first[(first.method == m) & (first.unseen == unseen)][['avg_gap', 'jsd']].mean()
+    cand = {'Finetuning': one('finetune', 'heldout'), 'LoTUS': one('lotus', 'heldout'), 'LoTUS (synthetic D_u)': one('lotus', 'synthetic')}
+    for label, col in [('Avg Gap', 'avg_gap'), ('JSD ×1e4', 'jsd')]:
+        want = ranked_two({c: v[col] for c, v in cand.items()})
+        assert marks(out/e['files']['md'], f'RN18 C-10 | {label}') == want, (label, want, cand)
     o = outputs(tmp/'unseen.ipynb')
     assert 'LoTUS (synthetic D_u)' in o and '**' in o and 'Acc(f_orig, synthetic D_u)' in o
 
 def test_ablation_artifacts(paper_dir):
-    tmp, out, ckpts = paper_dir
+    tmp, out, ckpts, first = paper_dir
     for label in ['tab:gumbel', 'tab:alpha_search', 'tab:lotus_salun']:
         e = manifest(out, label)
         assert e['label'] == label and 'papermill nbs/ablations.ipynb' in e['command'] and 'digits' in e['caption'], e
@@ -60,15 +86,34 @@ def test_ablation_artifacts(paper_dir):
     assert (tg['RN18 C-10'] != '—').all() and (tg['ViT TinyIN'] == '—').all(), tg   # digits stands in for C-10 with RN18; ViT has no stand-in
     ta = pd.read_csv(out/'tables'/'alpha_search.csv', index_col=0)
     assert {'Val. gap α=2', 'Val. gap α=8', 'Selected α', 'Avg Gap (α=2)', 'Avg Gap (selected)'} <= set(ta.columns)
-    assert ta.loc['All', 'Selected α'] in (2, 8, '2', '8')
+    # the ablation's numbers, recomputed from the rows: LoTUS at alpha 2 is tab:cifar's run, the variants are found by their records
+    df, store = read_rows(out/'results.csv'), Store(out)
+    gold = df[(df.method == 'gold') & (df.unseen == 'heldout')].iloc[0]
+    default = first[(first.method == 'lotus') & (first.unseen == 'heldout')].iloc[0]
+    cfg = lambda r: store.read_record(row_id(r))['config']
+    lot = [r for _, r in df[(df.method == 'lotus') & (df.unseen == 'heldout')].iterrows()]
+    alpha8, = [r for r in lot if cfg(r)['alpha'] == 8]
+    softmax, = [r for r in lot if not cfg(r)['gumbel']]
+    salun = df[df.method == 'lotus_salun'].iloc[0]
+    val_gap = lambda r: sum(abs(r[k] - gold[k]) for k in ('mia', 'acc_forget', 'acc_retain', 'acc_unseen'))/4   # Avg Gap, D_u for the test set
+    for a, r in [(2, default), (8, alpha8)]: assert abs(cell_mean(ta.loc['All', f'Val. gap α={a}']) - val_gap(r)) < 5.1e-5, (a, ta.loc['All'])
+    assert float(ta.loc['All', 'Selected α']) == min((2, 8), key=lambda a: (val_gap(default if a == 2 else alpha8), a)), ta.loc['All']
     tl = pd.read_csv(out/'tables'/'lotus_salun.csv', index_col=0)
     assert {'LoTUS', 'LoTUS+SalUn', 'Change (%)'} <= set(tl.columns)
+    for label, col in [('Avg Gap', 'avg_gap'), ('JSD x1e4', 'jsd')]:
+        assert abs(tl.loc[label, 'Change (%)'] - 100*(salun[col] - default[col])/default[col]) <= 0.05 + 1e-9, (label, tl.loc[label], salun[col], default[col])
+        assert marks(out/'tables'/'lotus_salun.md', label) == ranked_two({'LoTUS': default[col], 'LoTUS+SalUn': salun[col]}), label
+    for label, col, scale, tol in [('Avg Gap', 'avg_gap', 1, 5.1e-5), ('JSD ×1e4', 'jsd', 1e4, 0.0051)]:   # Gumbel-Softmax (the default) against softmax with temperature
+        rows = {f'{label} | Gumbel-Softmax': default[col], f'{label} | Softmax with Temperature': softmax[col]}
+        for row, v in rows.items():
+            assert abs(cell_mean(tg.loc[row, 'RN18 C-10']) - v*scale) < tol, (row, tg.loc[row, 'RN18 C-10'], v)
+            assert md_row(out/'tables'/'gumbel.md', row)['RN18 C-10'].startswith('**') == (v == min(rows.values())), (row, rows)
     idx = (out/'index.md').read_text()
     for label in ['tab:cifar', 'tab:gumbel', 'tab:alpha_search', 'tab:lotus_salun', 'fig:retain_sweep']: assert f'`{label}`' in idx
 
 def test_ablation_rows(paper_dir):
     "The variants add LoTUS rows only, reuse the models of the first notebook, and leave the shared rows alone"
-    tmp, out, ckpts = paper_dir
+    tmp, out, ckpts, _ = paper_dir
     assert sorted(p.name for p in (out/'checkpoints').iterdir()) == ckpts, "no model was trained again"
     df = read_rows(out/'results.csv')
     assert not df.duplicated(['dataset', 'model', 'unseen', 'method', 'seed', 'setup']).any()
@@ -76,9 +121,10 @@ def test_ablation_rows(paper_dir):
     # LoTUS: the default (shared with tab:cifar), gumbel=False, alpha=8, retain 0.1: four setups; LoTUS+SalUn: one
     assert held[held.method == 'lotus'].setup.nunique() == 4, held[['method', 'setup']]
     assert (held.method == 'lotus_salun').sum() == 1 and (held.method == 'gold').sum() == 1
-    configs = [json.loads((out/'runs'/f"lotus_seed1_{s}.json").read_text())['config'] for s in held[held.method == 'lotus'].setup]
+    configs = [Store(out).read_record(row_id(r))['config'] for _, r in held[held.method == 'lotus'].iterrows()]
     assert sorted((c['gumbel'], c['alpha']) for c in configs) == [(False, 2.), (True, 2.), (True, 2.), (True, 8.)]
-    own = (out/"tables"/"digits_resnet18_small_forget10_avg_gap.csv").read_text()
+    own, = (out/'tables').glob('digits_resnet18_small_forget10-*_avg_gap.csv')   # the benchmark's own table (named with its setup)
+    own = own.read_text()
     assert "Finetuning" in own and "LoTUS+SalUn" not in own, \
         "the ablations did not overwrite the benchmark's own table"
 

@@ -1,10 +1,12 @@
-"nbs/privacy_audit.ipynb run by papermill on digits with 4 shadows: the privacy table and ROC figure, numbers in range, resume"
+"""nbs/privacy_audit.ipynb run by papermill on digits with 4 shadows: the privacy table and ROC figure, resume, and the numbers
+recomputed here from what the audit stored (scores, checkpoints) with sklearn and plain torch"""
 import json, re, sys
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT, run, show
 from lotus_nb.privacy import PRIVACY_ROWS
-from lotus_nb.report import display_name
+from lotus_nb.methods import display_name
 
 AUDIT_NB = ROOT/'nbs'/'privacy_audit.ipynb'
 METHODS = ['gold', 'finetune', 'lotus']
@@ -23,13 +25,14 @@ def digits_audit(tmp_path_factory):
     assert res.returncode == 0, show(res)
     return tmp/'out.ipynb', tmp/'res'
 
-def cell_value(cell: str) -> float:
-    "The mean of a 'mean ± std' cell"
+def cell(cell: str) -> tuple:
+    "The (mean, std) of a 'mean ± std' cell"
     m = re.fullmatch(r'(-?[\d.]+) ± ([\d.]+)', cell.strip())
     assert m, f"not a 'mean ± std' cell: {cell!r}"
-    return float(m.group(1))
+    return float(m.group(1)), float(m.group(2))
 
 def test_table_and_figure(digits_audit):
+    "Each cell is the mean ± std over shadows of privacy_results.csv; `best` is the method closest to Gold's mean, Gold not ranked"
     _, res = digits_audit
     for p in [res/'tables'/'privacy.md', res/'tables'/'privacy.csv', res/'figures'/'roc.png', res/'privacy_results.csv']:
         assert p.exists() and p.stat().st_size > 0, f"{p} missing or empty"
@@ -37,21 +40,78 @@ def test_table_and_figure(digits_audit):
     t = pd.read_csv(res/'tables'/'privacy.csv', index_col=0)
     assert list(t.index) == list(PRIVACY_ROWS), t.index
     assert list(t.columns) == [display_name(m) for m in METHODS] + ['best'], t.columns
-    for attack in t.index:
-        for m in METHODS: assert 0 <= cell_value(t.loc[attack, display_name(m)]) <= 1, (attack, m, t.loc[attack, display_name(m)])
-        assert t.loc[attack, 'best'] in [display_name(m) for m in METHODS if m != 'gold'], "the reference is never ranked"
+    df = pd.read_csv(res/'privacy_results.csv')
+    g = df.groupby('method')
+    mean, std = g.mean(numeric_only=True), g.std(ddof=0, numeric_only=True)
+    for attack, col in PRIVACY_ROWS.items():
+        for m in METHODS:
+            got = cell(t.loc[attack, display_name(m)])
+            assert np.allclose(got, (mean.loc[m, col], std.loc[m, col]), rtol=0, atol=5.1e-5), (attack, m, got, mean.loc[m, col], std.loc[m, col])
+        dist = (mean.loc[[m for m in METHODS if m != 'gold'], col] - mean.loc['gold', col]).abs()
+        assert t.loc[attack, 'best'] == display_name(dist.idxmin()), (attack, t.loc[attack, 'best'], dist)
     md = (res/'tables'/'privacy.md').read_text()
     assert 'U-LiRA AUC' in md and '**' in md and '<u>' in md
 
-def test_results_in_range(digits_audit):
+def scores(res, m) -> np.ndarray:
+    "The stored pool scores of method `m`: shadows x candidates"
+    def one(k):
+        found = list((res/'scores').glob(f'{m}_{k}_*.npz')); assert len(found) == 1, found
+        with np.load(found[0]) as z: return z['scores']
+    return np.stack([one(k) for k in range(SHADOWS)])
+
+def test_ulira_recomputed(digits_audit):
+    """U-LiRA's per-target AUC and TPR@1%FPR, recomputed from the stored scores with sklearn. With 4 shadows, the target's pair left
+    out, one shadow forgot each candidate and one never saw it; LiRA's fixed variance is then shared, so its likelihood ratio ranks
+    candidates as (s - mu_out)^2 - (s - mu_in)^2 does"""
+    from sklearn.metrics import roc_auc_score, roc_curve
+    from lotus_nb.privacy import shadow_membership
     _, res = digits_audit
-    df = pd.read_csv(res/'privacy_results.csv')
-    assert sorted(zip(df.method, df.seed)) == sorted((m, k) for m in METHODS for k in range(SHADOWS)), df[['method', 'seed']]
-    cols = ['mia', 'mia_loss', 'mia_svc', 'ulira_auc', 'ulira_tpr_1', 'ulira_tpr_01', 'acc_forget', 'acc_retain', 'acc_test']
-    assert df[cols].notna().all().all() and df[cols].apply(lambda c: c.between(0, 1)).all().all(), df[cols]
+    df = pd.read_csv(res/'privacy_results.csv').set_index(['method', 'seed'])
+    assert sorted(df.index) == sorted((m, k) for m in METHODS for k in range(SHADOWS)), df.index
+    assert df.notna().all().all(), df
+    member = shadow_membership(100, SHADOWS, 0)          # the notebook's pool_size and seed
+    for m in METHODS:
+        S = scores(res, m)
+        for k in range(SHADOWS):
+            o = [j for j in range(SHADOWS) if j//2 != k//2]
+            mu_in = np.where(member[o], S[o], 0).sum(0)              # one forgetting shadow per candidate
+            mu_out = np.where(~member[o], S[o], 0).sum(0)            # one that never saw it
+            d = (S[k] - mu_out)**2 - (S[k] - mu_in)**2
+            fpr, tpr, _ = roc_curve(member[k], d, drop_intermediate=False)
+            want = dict(ulira_auc=roc_auc_score(member[k], d), ulira_tpr_1=tpr[fpr <= 0.01].max())
+            got = df.loc[(m, k), list(want)].to_dict()
+            assert np.allclose(list(got.values()), list(want.values()), atol=1e-9), (m, k, got, want)
     assert (df.ulira_tpr_01 <= df.ulira_tpr_1).all()
-    gold = df[df.method == 'gold']
+    gold = df.loc['gold']
     assert abs(gold.ulira_auc.mean() - 0.5) < 0.2, f"the Gold Standard should be near chance under U-LiRA: {gold.ulira_auc.tolist()}"
+
+def test_gold_rows_recomputed(digits_audit):
+    """Gold's unlearned shadow is its cached f_gold: its accuracies in privacy_results.csv and its stored pool scores
+    (the logit-scaled confidence log p_y - log(1 - p_y)) are recomputed here from those checkpoints"""
+    import torch
+    from lotus_nb.privacy import prepare_audit
+    from lotus_nb.models import create_model
+    from lotus_nb.training import load_checkpoint
+    _, res = digits_audit
+    df = pd.read_csv(res/'privacy_results.csv').set_index(['method', 'seed'])
+    setup = prepare_audit('digits', 'resnet18_small', SHADOWS, 0)  # the notebook's defaults
+    sp, d, S = setup.splits(), setup.data, scores(res, 'gold')
+    def outputs(model, split):
+        zs, ys = zip(*[(model(x), y) for x, y, *_ in split.loader(512)])
+        return torch.cat(zs).double(), torch.cat(ys)
+    for k in range(SHADOWS):
+        found = list(res.rglob(f'gold{k}_*.pt')); assert len(found) == 1, found
+        model = create_model(setup.model, d.num_classes, d.in_chans, d.img_size)
+        model.load_state_dict(load_checkpoint(found[0])['state_dict']); model.eval()
+        with torch.no_grad():
+            acc = {f'acc_{n}': (lambda z, y: (z.argmax(1) == y).double().mean().item())(*outputs(model, s))
+                   for n, s in dict(forget=sp['train'](setup.forget(k)), retain=sp['base'], test=sp['test']).items()}
+            z, y = outputs(model, sp['pool'])
+        assert np.allclose(list(acc.values()), df.loc[('gold', k), list(acc)].tolist(), atol=1e-12), (k, acc, df.loc[('gold', k)])
+        logp = z.log_softmax(1).gather(1, y[:, None]).squeeze(1)
+        conf = (logp - torch.log(-torch.expm1(logp))).numpy()       # log(p_y/(1 - p_y))
+        ok = np.isfinite(conf)                                     # p_y rounded to 1 in float64: the stored score stays finite
+        assert ok.mean() > 0.5 and np.allclose(conf[ok], S[k][ok], rtol=1e-6, atol=1e-6), (k, conf[:5], S[k][:5])
 
 def test_output_notebook(digits_audit):
     out_nb, res = digits_audit
@@ -65,7 +125,7 @@ def test_output_notebook(digits_audit):
 def test_rerun_resumes(digits_audit):
     "A rerun retrains no shadow; a score file lost to a killed run is recomputed alone, identically"
     out_nb, res = digits_audit
-    ckpts, scores = sorted((res/'shadows').glob('*.pt')), sorted((res/'scores').glob('*.npz'))
+    ckpts, scores = sorted(res.rglob('*.pt')), sorted((res/'scores').glob('*.npz'))
     assert len(ckpts) == 2*SHADOWS and len(scores) == len(METHODS)*SHADOWS, (ckpts, scores)
     before = {p: p.stat().st_mtime_ns for p in ckpts + scores}
     results = (res/'privacy_results.csv').read_text()

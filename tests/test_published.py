@@ -5,7 +5,7 @@ import math, subprocess
 import numpy as np, pandas as pd, pytest
 from conftest import ROOT
 from lotus_nb.published import (TABLES, DATA_FILE, published, read_published, parse_paper, paper_tex, ours_long, compare_published)
-from lotus_nb.experiment import COLUMNS, KEY, read_results, append_row
+from lotus_nb.store import COLUMNS, KEY, Store
 
 TEX = paper_tex(ROOT)
 needs_tex = pytest.mark.skipif(TEX is None, reason=f"the paper's source is absent from {ROOT.parent/'shared'/'paper'}")
@@ -100,28 +100,28 @@ def row(method, seed, **m):
 
 def test_old_header_results(tmp_path):
     "A results.csv of the old header reads with jsd_legacy NaN, and the next append migrates it without shifting a column"
-    path = tmp_path/'results.csv'
+    st = Store(tmp_path); path = st.results
     pd.DataFrame([row('lotus', 1, jsd=.5, rf_jsd=.25, time_min=1.5), row('gold', 1, jsd=0., rf_jsd=.125, time_min=2.)],
                  columns=OLD).to_csv(path, index=False)
-    old = read_results(path)
+    old = st.read()
     assert list(old.columns) == COLUMNS and old.jsd_legacy.isna().all()
     assert old.jsd.tolist() == [.5, 0.] and old.rf_jsd.tolist() == [.25, .125]
-    append_row(path, row('scrub', 1, jsd=.75, jsd_legacy=.001, rf_jsd=.375, time_min=3.))
+    st.append(row('scrub', 1, jsd=.75, jsd_legacy=.001, rf_jsd=.375, time_min=3.))
     assert path.read_text().splitlines()[0].split(',') == COLUMNS
     assert not list(tmp_path.glob('.*tmp')), "the migration's temp file is left"
-    df = read_results(path)
+    df = st.read()
     assert df.method.tolist() == ['lotus', 'gold', 'scrub'] and df.jsd.tolist() == [.5, 0., .75]
     assert df.rf_jsd.tolist() == [.25, .125, .375] and df.time_min.tolist() == [1.5, 2., 3.]
     assert df.jsd_legacy.isna().tolist() == [True, True, False] and df.jsd_legacy.iloc[2] == .001
-    append_row(path, row('ssd', 2, jsd=1., jsd_legacy=.002))        # now the plain append
-    assert read_results(path).jsd_legacy.iloc[3] == .002 and len(path.read_text().splitlines()) == 5
+    st.append(row('ssd', 2, jsd=1., jsd_legacy=.002))        # now the plain append
+    assert st.read().jsd_legacy.iloc[3] == .002 and len(path.read_text().splitlines()) == 5
 
 def test_extra_column_kept(tmp_path):
     "A file with a column this version does not know keeps it (rows are written in the file's own order)"
-    path = tmp_path/'results.csv'
+    st = Store(tmp_path); path = st.results
     pd.DataFrame([{**row('lotus', 1, jsd=.5), 'note': 'x'}], columns=COLUMNS + ['note']).to_csv(path, index=False)
-    append_row(path, row('gold', 1, jsd=0., jsd_legacy=0.))
-    df = read_results(path)
+    st.append(row('gold', 1, jsd=0., jsd_legacy=0.))
+    df = st.read()
     assert list(df.columns) == COLUMNS + ['note'] and df.note.iloc[0] == 'x' and df.jsd.tolist() == [.5, 0.]
 
 def fake(dataset, model):

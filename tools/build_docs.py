@@ -1,8 +1,8 @@
 """Build the documentation site from the notebooks without Quarto, and check it in headless Chromium.
 
 The site shows each notebook *executed*: its figures, tables and the numbers its prose quotes, computed when the
-site is built. The notebooks in `nbs/` are committed without outputs (`nbdev_clean`), so nothing stale can be
-published and the git history holds no images; the price is the build time (a few minutes for every page). Steps:
+site is built: the outputs committed in `nbs/` (refreshed by `tools/refresh_outputs.py`, checked by `tests/test_outputs.py`)
+are dropped and recomputed, so nothing stale can be published; the price is the build time (a few minutes for every page). Steps:
 
 1. **execute** each notebook as `nbdev_test` does (execnb's `CaptureShell`, in the notebook's folder, `IN_TEST=1`,
    skipping the cells flagged with settings.ini's `tst_flags`, `#| eval: false` cells and the `nbdev_export()` cell),
@@ -99,6 +99,8 @@ def _execute_and_process(src:Path, dst:Path, execute:bool, timeout:int|None) -> 
     t0 = time.time()
     if execute:
         flags = set(settings().get('tst_flags', '').split())
+        for c in nb.cells:                              # a cell that shows nothing now keeps no stored output
+            if c.cell_type == 'code': c.outputs, c.execution_count = [], None
         k = CaptureShell(src, timeout=timeout)
         with working_directory(src.parent): k.run_all(nb, exc_stop=False, preproc=_skip(flags))
     else:                                           # stored outputs only: run the show_doc cells alone

@@ -5,13 +5,16 @@ summary turned into front matter) and then has Quarto render the processed noteb
 cannot be installed on our machines (its PyPI package downloads the binary from GitHub while it builds), so this
 script runs the same processors (nbdev's `FilterDefaults`) and does Quarto's part itself, in Quarto's layout: the
 title, nbdev's warning comment, markdown cells as written, code cells as ``` python blocks and their stored text
-outputs indented. Quarto's own touches (typographic quotes, re-aligned tables) are not reproduced, and links to
-sibling notebooks get the `nbs/` prefix so that they work from the repository's root.
+outputs indented. Quarto's own touches (typographic quotes, re-aligned tables) are not reproduced. Links are made
+to work on GitHub, where the README is read: links to sibling notebooks get the `nbs/` prefix, and the API links nbdev
+adds (to the doc site, settings.ini's `doc_host` + `doc_baseurl`, which only a deploy of the docs publishes) point at
+the chapter that defines the name instead (`lotus.html#lotus_unlearn` -> `nbs/05_lotus.ipynb`), which GitHub shows
+with its stored outputs.
 
     python tools/make_readme.py            # rewrite README.md
     python tools/make_readme.py --out F    # write F instead (tests/test_packaging.py compares the two)
 """
-import argparse, configparser, os, re
+import argparse, configparser, os, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +30,15 @@ def _output(o) -> tuple:
     if 'text/markdown' in data: return 'md', ''.join(data['text/markdown'])
     return 'text', ''.join(data.get('text/plain', ''))
 
+def site_to_repo(md:str, site:str, nbs:Path) -> str:
+    "Markdown `md` with each link to a page of the doc site `site` replaced by a link to its notebook in `nbs/`"
+    from nbdev.doclinks import _nbpath2html
+    pages = {_nbpath2html(Path(p.name)).name: p.name for p in sorted(nbs.glob('*.ipynb'))}
+    def repl(m):
+        nb = pages.get(m.group(1))
+        return f'](nbs/{nb})' if nb else m.group(0)
+    return re.sub(r'\]\(' + re.escape(site.rstrip('/')) + r'/([^)\s#]+\.html)(?:#[^)\s]*)?\)', repl, md)
+
 def render() -> str:
     "README.md's text, generated from settings.ini's readme_nb"
     import yaml
@@ -34,6 +46,9 @@ def render() -> str:
     from nbdev.processors import FilterDefaults
     cfg = _settings()
     nbs = ROOT/cfg.get('nbs_path', 'nbs')
+    # the doc links come from this checkout's lotus_nb/_modidx.py (nbdev loads it by its entry point), whatever the
+    # working directory and wherever an installed lotus_nb points
+    if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
     cwd = os.getcwd()
     os.chdir(ROOT)              # nbdev finds settings.ini (and the doc links of _modidx) from the working directory
     try:
@@ -47,7 +62,8 @@ def render() -> str:
             front = yaml.safe_load(src.strip('-\n')) or {}
             if front.get('title'): parts.append(f"# {front['title']}\n")
         elif cell.cell_type == 'markdown' and src:
-            parts.append(re.sub(r'\]\((?![a-z]+:|/|#|nbs/)([^)\s]+\.ipynb(?:#[^)\s]*)?)\)', r'](nbs/\1)', src))
+            src = re.sub(r'\]\((?![a-z]+:|/|#|nbs/)([^)\s]+\.ipynb(?:#[^)\s]*)?)\)', r'](nbs/\1)', src)
+            parts.append(site_to_repo(src, cfg.get('doc_host', '') + cfg.get('doc_baseurl', ''), nbs))
         elif cell.cell_type == 'code' and src:
             parts.append(f"``` python\n{src}\n```")
             for o in cell.get('outputs', []):

@@ -1,0 +1,111 @@
+"""A package outside lotus_nb adds a method, a dataset and a metric by declaring entry points, and they show up in the registry,
+the tables, `evaluate` and `unlearn` with no change to lotus_nb; a broken plugin is skipped with a warning that names it (issue 20, item 2).
+The plugin is a real distribution, built and installed (offline) into a virtual environment that sees this interpreter's packages."""
+import os, subprocess, sys, textwrap, venv
+from pathlib import Path
+import pytest
+import lotus_nb
+
+ROOT = Path(lotus_nb.__file__).parent.parent   # the checkout under test goes first on the venv's path
+
+FILES = {
+    'pyproject.toml': '''
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "lotus-nb-toy-plugin"
+        version = "0.1"
+
+        [tool.setuptools]
+        packages = ["toy_plugin"]
+
+        [project.entry-points."lotus_nb.methods"]
+        noop = "toy_plugin.method"
+
+        [project.entry-points."lotus_nb.datasets"]
+        toy_blobs = "toy_plugin.data"
+
+        [project.entry-points."lotus_nb.metrics"]
+        conf_forget = "toy_plugin.metric:setup"
+        broken = "toy_plugin.missing"
+        ''',
+    'toy_plugin/__init__.py': '',
+    'toy_plugin/method.py': '''
+        from lotus_nb.methods import register_method, Unlearned, frozen
+
+        @register_method('noop', display='No-op', order=10.5)
+        def noop(original, task, cfg, progress=True):
+            "Unlearns nothing: a frozen copy of the original"
+            return Unlearned(frozen(original), {})
+        ''',
+    'toy_plugin/data.py': '''
+        import torch
+        from lotus_nb.data import register_dataset, ImageData
+
+        @register_dataset('toy_blobs', model='resnet18_tiny', img_size=8, augment='none', in_memory=True)
+        def toy_blobs(root=None, download=True):
+            "Four classes of 8x8 grey images, one brightness each, with noise: 200 training and 80 held-out images"
+            g = torch.Generator().manual_seed(0)
+            img = lambda y: (y[:, None, None, None]*60 + torch.randint(0, 40, (len(y), 1, 8, 8), generator=g)).to(torch.uint8)
+            y_tr, y_ho = torch.arange(200) % 4, torch.arange(80) % 4
+            return ImageData('toy_blobs', img(y_tr), y_tr, img(y_ho), y_ho, classes=['a', 'b', 'c', 'd'], augment='none')
+        ''',
+    'toy_plugin/metric.py': '''
+        from lotus_nb.metrics import register_metric
+
+        def conf_forget(outputs, ref):
+            "Mean softmax confidence on the forget set"
+            logits, _ = outputs['forget']
+            return logits.softmax(-1).max(-1).values.mean()
+
+        def setup(): register_metric('conf_forget', conf_forget, label='Forget conf.', higher_better=True)
+        ''',
+}
+
+CHECK = '''
+import warnings, torch
+from lotus_nb.catalog import PLUGINS
+from lotus_nb.methods import list_methods, display_name, unlearn, demo_task
+from lotus_nb.data import DATASETS
+from lotus_nb.metrics import evaluate, list_metrics
+from lotus_nb.report import table_hyperparams, extra_rows
+assert list_methods()[-3:] == ['lotus', 'noop', 'lotus_salun'], list_methods()        # order 10.5: its column
+assert display_name('noop') == 'No-op' and 'No-op' in table_hyperparams().index         # its label in the tables
+assert 'toy_blobs' in DATASETS and list_metrics() == ['conf_forget'] and 'Forget conf.' in extra_rows()
+f_orig, ts, task = demo_task('toy_blobs', 'resnet18_tiny', epochs=1)                   # the plugin's dataset, end to end
+r = unlearn('noop', f_orig, task, progress=False)
+assert r.record['method'] == 'noop' and r.model is not f_orig
+assert all(torch.equal(a, b) for a, b in zip(r.model.state_dict().values(), f_orig.state_dict().values()))
+ev = evaluate(r.model, ts['forget'], ts['retain'], ts['test'], ts['unseen'])
+assert 0 < ev['conf_forget'] <= 1 and 'acc_forget' in ev
+print('PLUGINS', PLUGINS)
+'''
+
+@pytest.fixture(scope='module')
+def plugin_python(tmp_path_factory):
+    "The python of a venv (this interpreter's packages visible) with the toy plugin installed"
+    tmp = tmp_path_factory.mktemp('plugin')
+    for name, text in FILES.items():
+        (tmp/'src'/name).parent.mkdir(parents=True, exist_ok=True); (tmp/'src'/name).write_text(textwrap.dedent(text))
+    try: venv.create(tmp/'venv', system_site_packages=True, with_pip=False)
+    except Exception as e: pytest.skip(f"cannot create a virtual environment here: {e}")
+    py = tmp/'venv'/('Scripts' if os.name == 'nt' else 'bin')/'python'
+    r = subprocess.run([str(py), '-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--no-index', '-q', str(tmp/'src')],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return py
+
+def test_plugin_registers_method_dataset_metric(plugin_python):
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT)}
+    r = subprocess.run([str(plugin_python), '-c', CHECK], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "'lotus_nb.methods': ['noop']" in r.stdout and "'lotus_nb.datasets': ['toy_blobs']" in r.stdout
+    assert "'lotus_nb.metrics': ['conf_forget']" in r.stdout, r.stdout       # the broken one did not load ...
+    assert "PluginWarning: lotus_nb skips the plugin 'broken'" in r.stderr and "lotus-nb-toy-plugin" in r.stderr, r.stderr[-3000:]
+
+def test_this_interpreter_has_no_plugin():
+    "The plugin went into the venv only: the interpreter running the tests still has the paper's twelve methods"
+    from lotus_nb.methods import list_methods
+    assert 'noop' not in list_methods()

@@ -1,0 +1,401 @@
+"""Execute the chapters and store their outputs in them, the way `nbdev_test` runs them, so that a reader who opens a
+chapter on GitHub sees its tables and figures.
+
+Each notebook runs in a fresh Python process of its own (`--n_workers` at a time; nbdev_test reuses its worker
+processes, so what one notebook leaves behind cannot show in another's outputs here) as `nbdev_test` runs it: execnb's
+`CaptureShell`, in the notebook's folder (`nbs/`), `IN_TEST=1`, the repository and `nbs/` on `sys.path`, skipping the
+cells flagged with settings.ini's `tst_flags` (`slow`, `cuda`) unless `--flags` forces them, `#| eval: false` cells
+and the `nbdev_export()` cell. The environment is pinned for reproducible outputs: `OMP_NUM_THREADS=1` and
+`MKL_NUM_THREADS=1` unless already set, `PYTHONHASHSEED=0`, `TQDM_DISABLE=1` (tqdm's own switch; tqdm bars that a
+call forces on anyway are removed by `normalise`). The outputs then go through `normalise` (below) and nbdev's
+`clean_nb` with settings.ini's options, so `nbdev_clean` leaves the written notebook as it is.
+
+A notebook whose run raises is left as it was, byte for byte; the report names the cell (`#n`, counted from 1 as in
+the file, with its id and first line) and the error. So is a notebook edited while it ran. The notebooks run by papermill (`skip_exec` in their front
+matter: experiments, paper, ablations, ...) are skipped, as `nbdev_test` skips them. After `index.ipynb` (settings.ini's
+`readme_nb`) is rewritten, README.md is regenerated from it (`tools/make_readme.py`).
+
+    python tools/refresh_outputs.py                           # every chapter: index and nbs/NN*_*.ipynb, in place
+    python tools/refresh_outputs.py 00_theory nbs/24_hashing.ipynb   # these (names, file names or paths)
+    python tools/refresh_outputs.py --check 00_theory         # execute, compare with the stored outputs, write nothing
+    python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
+
+`--check` (and tests/test_outputs.py, which uses `check`) compares the stored outputs with fresh ones after
+`normalise(nb, compare=True)`; a chapter with no stored outputs, where a fresh run shows some, is stale like any other.
+Text is compared exactly, images by their pixels. Two rules set aside what no run reproduces, the wall-clock times,
+which the notebooks still show: a printed duration (`0.42 s`, `1.5 min`, `'time_min': 0.0031`) and the numbers of a
+table row labelled with a duration (`Time (min.)`, `cost (s)`, as in the paper's tables) are masked before comparing.
+Exit status: 0 when every notebook ran (and, with `--check`, matched), 1 otherwise.
+"""
+from __future__ import annotations
+import argparse, base64, configparser, copy, difflib, io, json, os, re, signal, subprocess, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+def settings() -> configparser.SectionProxy:
+    "settings.ini's `[DEFAULT]` section"
+    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
+    return cfg['DEFAULT']
+
+def nbs_path() -> Path: return ROOT/settings().get('nbs_path', 'nbs')
+
+def chapters() -> list[Path]:
+    "The chapters: `index.ipynb` and the numbered notebooks `nbs/NN*_*.ipynb` (not the papermill notebooks)"
+    nbs = nbs_path()
+    return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name))]
+
+def resolve(name:str) -> Path:
+    "A notebook named as `00_theory`, `00_theory.ipynb` or a path"
+    p = Path(name)
+    if p.suffix != '.ipynb': p = p.with_name(p.name + '.ipynb')
+    for cand in (p, nbs_path()/p.name):
+        if cand.exists(): return cand.resolve()
+    raise SystemExit(f'no notebook {name!r} (looked for {p} and {nbs_path()/p.name})')
+
+# ---------------------------------------------------------------- normalisation
+
+WIDGET_MIMES = ('application/vnd.jupyter.widget-view+json', 'application/vnd.jupyter.widget-state+json')
+# a tqdm bar: `desc: 40%|####      | 4/10 [00:01<00:02, 3.1it/s]` (carriage returns between updates)
+_tqdm = re.compile(r'^.*\d+%\|.*\|\s*\d+/\S+\s*\[[\d:?]+(<[\d:?]+)?(,.*)?\]\s*$')
+_addr = re.compile(r'\s+at 0x[0-9a-fA-F]+')                         # `<function f at 0x7f3a...>`, as nbdev_clean
+# a printed duration: `0.42 s`, `12.3s`, `1.5 min`, `3 ms`, `time_min 0.0031` and `'time_min': 0.0031` (compare only)
+_secs = re.compile(r'\b\d+(\.\d+)?(e-?\d+)?\s?(s|sec|secs|seconds|ms|min|mins|minutes)\b')
+_time_field = re.compile(r"(time_min|time_s|seconds|secs|elapsed)(['\"]?\s*[:=]?\s*)-?\d+(\.\d+)?(e-?\d+)?")
+
+# a table row labelled with a duration: `Time (min.)`, `cost (s)`, `RN18 / C-10 | Time (min.)`, `time_min` (compare only)
+_time_label = re.compile(r'(?i)\b(time|cost|elapsed|duration)\b[^<>|\n]{0,20}\((s|sec|secs|ms|min|min\.|h)\)|\btime_(min|s)\b')
+_number = re.compile(r'\d+(\.\d+)?(e-?\d+)?')
+
+def _mask_time_rows(s:str) -> str:
+    "`s` with the numbers after a duration label masked, on that line or, in HTML, in that table row (`<tr>`)"
+    def row(m):
+        lab = _time_label.search(m.group(0))
+        return m.group(0) if not lab else m.group(0)[:lab.end()] + _number.sub('<t>', m.group(0)[lab.end():])
+    s = re.sub(r'<tr>.*?</tr>', row, s, flags=re.S)           # HTML: the row's cells follow on other lines
+    return re.sub(r'[^\n]+', row, s)                           # text and Markdown tables: one row a line
+
+def _tmp_dirs() -> list[str]:
+    return sorted({tempfile.gettempdir(), '/tmp', '/var/tmp'} | ({os.path.realpath(tempfile.gettempdir())}), key=len, reverse=True)
+
+def norm_text(s:str, compare:bool=False) -> str:
+    """`s` without what changes from run to run: memory addresses (as nbdev_clean removes them), temporary folders
+    (`/tmp/tmpab12cd/x.csv` -> `<tmp>/x.csv`), the repository's absolute path (`<repo>`), the home folder (`~`); with
+    `compare`, also printed durations (`0.42 s`, `1.5 min`, `time_min': 0.0031` -> `<time>`) and the numbers of a
+    table row labelled with a duration (`Time (min.)`, `cost (s)` -> `<t>`): shown to the reader, never compared"""
+    s = _addr.sub('', s)
+    s = s.replace(str(ROOT), '<repo>')
+    for t in _tmp_dirs(): s = re.sub(re.escape(t.rstrip('/')) + r'/[^\s/\'"<>:,)\]]+', '<tmp>', s)
+    home = str(Path.home())
+    if len(home) > 1: s = re.sub(re.escape(home) + r'(?=/)', '~', s)
+    if compare:
+        s = _time_field.sub(lambda m: m.group(1) + m.group(2) + '<time>', s)
+        s = _secs.sub('<time>', s)
+        s = _mask_time_rows(s)
+    return s
+
+def _join(x) -> str: return ''.join(x) if isinstance(x, list) else (x or '')
+
+def _split(s:str) -> list[str]: return s.splitlines(True)
+
+def norm_stream(text:str, compare:bool=False) -> str:
+    "A stream's text without tqdm bars (each update, carriage returns and all) and with `norm_text` applied"
+    lines = []
+    for line in text.replace('\r\n', '\n').split('\n'):
+        last = line.split('\r')[-1] if '\r' in line else line           # what a terminal leaves on screen
+        if _tqdm.match(last) or (line != last and not last.strip()): continue
+        lines.append(last)
+    return norm_text('\n'.join(lines), compare)
+
+def normalise(nb:dict, compare:bool=False) -> dict:
+    """Notebook `nb` (nbformat JSON) with its volatile content removed, in place: execution counts, cell metadata
+    nbdev_clean drops (timings: `execution`, `ExecuteTime`), widget views and state, tqdm bars, memory addresses,
+    temporary and home paths (see `norm_text`). Images (PNG), HTML and text tables stay. With `compare`, printed
+    durations are masked too and the outputs' metadata dropped: the form that `check` compares"""
+    nb.get('metadata', {}).pop('widgets', None)
+    for cell in nb.get('cells', []):
+        if cell.get('cell_type') != 'code': continue
+        cell['execution_count'] = None
+        for k in ('execution', 'ExecuteTime', 'collapsed', 'scrolled'): cell.get('metadata', {}).pop(k, None)
+        outs = []
+        for o in cell.get('outputs', []):
+            o = dict(o)
+            if 'execution_count' in o: o['execution_count'] = None
+            if o.get('output_type') == 'stream':
+                text = norm_stream(_join(o.get('text')), compare)
+                if not text.strip(): continue
+                o['text'] = _split(text)
+            elif o.get('output_type') in ('display_data', 'execute_result'):
+                data = {k: v for k, v in o.get('data', {}).items() if k not in WIDGET_MIMES}
+                if not data: continue
+                for k, v in data.items():
+                    if k.startswith('text/'): data[k] = _split(norm_text(_join(v), compare))
+                    elif k.startswith('image/') and 'svg' not in k and isinstance(v, str): data[k] = v.rstrip()
+                o['data'] = data
+                o['metadata'] = {k: v for k, v in o.get('metadata', {}).items() if k not in WIDGET_MIMES}
+                if compare: o['metadata'] = {}
+            elif o.get('output_type') == 'error':
+                o['evalue'] = norm_text(o.get('evalue', ''), compare)
+                o['traceback'] = [norm_text(t, compare) for t in o.get('traceback', [])]
+            outs.append(o)
+        cell['outputs'] = outs
+    return nb
+
+def clean(nb:dict) -> dict:
+    "nbdev's `clean_nb` with settings.ini's options (what `nbdev_clean` does to the file), in place"
+    from nbdev.clean import clean_nb
+    cfg = settings()
+    clean_nb(nb, cfg.get('clear_all', 'False') == 'True', cfg.get('allowed_metadata_keys', '').split(),
+             cfg.get('allowed_cell_metadata_keys', '').split(), cfg.get('clean_ids', 'True') == 'True')
+    return nb
+
+def nb_text(nb:dict) -> str:
+    "The notebook as nbdev writes it (execnb's `nb2str`: sorted keys, one-space indent, UTF-8)"
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + '\n'
+
+# ---------------------------------------------------------------- execution (in a worker process)
+
+def _directive_skip(flags:set):
+    "`preproc` for `CaptureShell.run_all`: True for the cells `nbdev_test` does not run"
+    def no_eval(cell):
+        if cell.cell_type != 'code': return True
+        if 'nbdev_export' + '(' in cell.source: return True
+        d = getattr(cell, 'directives_', None) or {}
+        if d.get('eval:', [''])[0].lower() == 'false': return True
+        return bool(flags & d.keys())
+    return no_eval
+
+def _first_line(src) -> str:
+    lines = [l for l in _join(src).splitlines() if l.strip() and not l.lstrip().startswith('#|')]
+    return (lines[0][:80] if lines else '')
+
+def execute(src:Path, force_flags:list|None=None, timeout:int|None=None) -> dict:
+    """Run notebook `src` in this process as `nbdev_test` does; returns `dict(status, seconds, nb, error)`: status
+    'ok' (nb: the file's JSON with fresh outputs, normalised and cleaned), 'skipped' (skip_exec) or 'failed' (error:
+    the cell, counted from 1, its id and first line, the exception and traceback)"""
+    from execnb.nbio import read_nb
+    from execnb.shell import CaptureShell
+    from fastcore.xtras import working_directory
+    from nbdev.frontmatter import FrontmatterProc
+    from nbdev.process import NBProcessor
+    src = Path(src).resolve()
+    raw = json.loads(src.read_text(encoding='utf-8'))
+    cwd = os.getcwd()
+    os.chdir(ROOT)                                      # nbdev reads settings.ini from the working directory
+    try:
+        fm = getattr(NBProcessor(src, procs=FrontmatterProc, process=True).nb, 'frontmatter_', {}) or {}
+        if str(fm.get('skip_exec', False)).lower() in ('true', '1', 'yes'):
+            return dict(status='skipped', seconds=0., reason='skip_exec in its front matter (a papermill notebook)')
+        nb = read_nb(src)
+        NBProcessor(nb=nb)                              # directives parsed and removed from the source, as nbdev_test runs it
+        for c in nb.cells:
+            if c.cell_type == 'code': c.outputs, c.execution_count = [], None   # no stale output survives a silent cell
+        flags = set(settings().get('tst_flags', '').split()) - set(force_flags or [])
+        skip, ran = _directive_skip(flags), []
+        def pre(cell):
+            s = skip(cell)
+            if not s: ran.append(cell)
+            return s
+        os.environ['IN_TEST'] = '1'
+        if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
+        t0 = time.time()
+        k = CaptureShell(src, timeout=timeout)
+        try:
+            with working_directory(src.parent): k.run_all(nb, exc_stop=True, preproc=pre)
+        except BaseException as e:
+            cell = ran[-1] if ran else None
+            tb = next((o.get('traceback') for o in (cell.get('outputs', []) if cell else []) if o.get('output_type') == 'error'), None)
+            import traceback
+            tb = ''.join(tb) if tb else ''.join(traceback.format_exception(type(e), e, e.__traceback__))
+            return dict(status='failed', seconds=time.time() - t0, error=dict(
+                cell=cell.idx_ + 1 if cell else None, id=cell.get('id') if cell else None,
+                line=_first_line(cell.source) if cell else '', error=f'{type(e).__name__}: {e}',
+                traceback=re.sub(r'\x1b\[[0-9;]*m', '', tb)[-6000:]))
+        secs = time.time() - t0
+    finally: os.chdir(cwd)
+    fresh = json.loads(json.dumps(nb))              # AttrDicts to plain JSON
+    for cell, new in zip(raw['cells'], fresh['cells']):
+        if cell.get('cell_type') != 'code': continue
+        cell['outputs'] = [{k: v for k, v in o.items() if not k.endswith('_')} for o in new.get('outputs', [])]
+        cell['execution_count'] = None
+    return dict(status='ok', seconds=secs, nb=clean(normalise(raw)))
+
+def _worker_main(src:str, dst:str, flags:str, timeout:str):
+    "Entry point of a worker process: execute `src`, write the result (JSON) to `dst`"
+    res = execute(Path(src), flags.split(), int(timeout) or None)
+    Path(dst).write_text(json.dumps(res, ensure_ascii=False), encoding='utf-8')
+
+def run_env() -> dict:
+    "The environment of a worker process"
+    env = dict(os.environ)
+    env.setdefault('OMP_NUM_THREADS', '1'); env.setdefault('MKL_NUM_THREADS', '1')
+    env.update(PYTHONHASHSEED='0', TQDM_DISABLE='1', PYTHONDONTWRITEBYTECODE='1')
+    env.pop('IN_TEST', None)
+    return env
+
+def run_one(src:Path, flags:list|None=None, timeout:int|None=None) -> dict:
+    "Execute `src` in a fresh Python process (`execute` there); the same dict, plus `wall` (seconds)"
+    src = Path(src).resolve()
+    with tempfile.TemporaryDirectory(prefix='refresh_') as d:
+        out = Path(d)/'result.json'
+        cmd = [sys.executable, str(Path(__file__).resolve()), '--_worker', str(src), str(out), ' '.join(flags or []), str(timeout or 0)]
+        t0 = time.time()
+        with subprocess.Popen(cmd, cwd=ROOT, env=run_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True) as p:
+            try: log, _ = p.communicate(timeout=(timeout + 60) if timeout else None)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL); log, _ = p.communicate()
+                return dict(status='failed', seconds=time.time() - t0, wall=time.time() - t0,
+                            error=dict(cell=None, id=None, line='', error=f'timed out after {timeout} s', traceback=log[-4000:]))
+            finally:
+                try: os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError: pass
+        wall = time.time() - t0
+        if not out.exists():
+            return dict(status='failed', seconds=wall, wall=wall, error=dict(cell=None, id=None, line='',
+                        error=f'the worker process exited with status {p.returncode}', traceback=log[-4000:]))
+        res = json.loads(out.read_text(encoding='utf-8'))
+    res['wall'] = wall
+    return res
+
+# ---------------------------------------------------------------- comparison
+
+def _png_pixels(b64:str):
+    from PIL import Image
+    import numpy as np
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(b64))).convert('RGBA'))
+
+def _same_image(a:str, b:str) -> bool:
+    "Two base64 PNGs show the same pixels (their encodings may differ: zlib, the Matplotlib version in the metadata)"
+    if a == b: return True
+    try:
+        pa, pb = _png_pixels(a), _png_pixels(b)
+        return pa.shape == pb.shape and bool((pa == pb).all())
+    except Exception: return False
+
+def _show(o:dict) -> str:
+    "An output as text, for a diff: each of its text forms, and its images by size"
+    t = o.get('output_type')
+    if t == 'stream': return f"[{o.get('name')}]\n" + _join(o.get('text'))
+    if t == 'error': return f"[error] {o.get('ename')}: {o.get('evalue')}"
+    parts = [f'[{t}]']
+    for k, v in o.get('data', {}).items():
+        if k.startswith('image/') and 'svg' not in k:
+            try: h, w = _png_pixels(_join(v)).shape[:2]; parts.append(f'[{k} {w}x{h}, {len(_join(v))} bytes]')
+            except Exception: parts.append(f'[{k}, {len(_join(v))} bytes]')
+        else: parts.append(f'[{k}]\n' + _join(v))
+    return '\n'.join(parts)
+
+def _diff(a:str, b:str, n:int=12) -> str:
+    d = list(difflib.unified_diff(a.splitlines(), b.splitlines(), 'stored', 'fresh', lineterm='', n=1))
+    return '\n'.join(d[:n] + (['  ...'] if len(d) > n else []))
+
+def _same_output(a:dict, b:dict) -> bool:
+    if a.get('output_type') != b.get('output_type'): return False
+    if a.get('output_type') not in ('display_data', 'execute_result'): return a == b
+    da, db = a.get('data', {}), b.get('data', {})
+    if da.keys() != db.keys(): return False
+    for k in da:
+        if k.startswith('image/') and 'svg' not in k:
+            if not _same_image(_join(da[k]), _join(db[k])): return False
+        elif da[k] != db[k]: return False
+    return True
+
+def compare(stored:dict, fresh:dict, name:str='') -> list[str]:
+    """Where the outputs stored in notebook `stored` differ from those of a fresh run `fresh` (both nbformat JSON of
+    the same file), after `normalise(..., compare=True)`: one message per cell, naming the cell (counted from 1), its
+    id and first line, with a short diff. A cell with no stored output where the fresh run shows one is stale too."""
+    a = normalise(copy.deepcopy(stored), compare=True)['cells']
+    b = normalise(copy.deepcopy(fresh), compare=True)['cells']
+    if _cells(stored) != _cells(fresh):
+        return [f'{name}: the notebook was edited while it ran: compare again']
+    out = []
+    for i, (ca, cb) in enumerate(zip(a, b), 1):
+        if ca.get('cell_type') != 'code': continue
+        oa, ob = ca.get('outputs', []), cb.get('outputs', [])
+        if len(oa) == len(ob) and all(_same_output(x, y) for x, y in zip(oa, ob)): continue
+        where = f"{name} cell #{i} (id {ca.get('id')}: {_first_line(ca.get('source'))!r})"
+        if not oa: out.append(f'{where}: no stored output; a fresh run shows {len(ob)} (run tools/refresh_outputs.py)'); continue
+        ta, tb = '\n'.join(map(_show, oa)), '\n'.join(map(_show, ob))
+        out.append(f'{where}: stored outputs differ from a fresh run\n' + (_diff(ta, tb) if ta != tb else '  (an image differs: same size, other pixels)'))
+    return out
+
+# ---------------------------------------------------------------- the command
+
+def _report(src:Path, res:dict) -> str:
+    rel = os.path.relpath(src, ROOT)
+    if res['status'] == 'skipped': return f"skip  {rel}: {res['reason']}"
+    if res['status'] == 'failed':
+        e = res['error']
+        where = f" at cell #{e['cell']} (id {e['id']}: {e['line']!r})" if e.get('cell') else ''
+        tb = '\n'.join('      ' + l for l in e.get('traceback', '').strip().splitlines()[-12:])
+        return f"FAIL  {rel}{where}: {e['error']} ({res.get('wall', 0):.1f} s); left unchanged\n{tb}"
+    return f"ok    {rel}: {res['seconds']:.1f} s in its cells, {res.get('wall', 0):.1f} s in all"
+
+def _cells(nb:dict) -> list:
+    "What a run does not change: each cell's type and source"
+    return [(c.get('cell_type'), _join(c.get('source'))) for c in nb.get('cells', [])]
+
+def refresh(paths:list, n_workers:int=2, out_dir:Path|None=None, check_only:bool=False, flags:list|None=None,
+            timeout:int|None=None, readme:bool=True, log=print) -> dict:
+    """Execute `paths` (`n_workers` processes at a time); write each notebook that ran with its fresh outputs in place
+    (or into `out_dir`); with `check_only`, write nothing and compare instead. Returns {path: result}: each result has
+    status ('ok', 'skipped', 'failed'), seconds, wall, and `written` or `problems` (`compare`'s messages)"""
+    paths = [Path(p).resolve() for p in paths]
+    if out_dir: Path(out_dir).mkdir(parents=True, exist_ok=True)
+    results = {}
+    def job(src):
+        res = run_one(src, flags, timeout)
+        if res['status'] == 'ok' and _cells(json.loads(src.read_text(encoding='utf-8'))) != _cells(res['nb']):
+            res = dict(status='failed', seconds=res['seconds'], wall=res['wall'], error=dict(cell=None, id=None, line='',
+                       error='the notebook was edited while it ran: run it again', traceback=''))
+        if res['status'] == 'ok':
+            fresh = res.pop('nb')
+            if check_only: res['problems'] = compare(json.loads(src.read_text(encoding='utf-8')), fresh, src.name)
+            else:
+                dst = Path(out_dir)/src.name if out_dir else src
+                text, old = nb_text(fresh), dst.read_text(encoding='utf-8') if dst.exists() else None
+                res['written'] = text != old
+                if res['written']:                          # atomically: a reader never sees half a notebook
+                    tmp = dst.with_name(f'.{dst.name}.refresh-tmp'); tmp.write_text(text, encoding='utf-8'); os.replace(tmp, dst)
+        results[src] = res
+        msg = _report(src, res)
+        if res.get('problems'): msg += f" -- {len(res['problems'])} cells stale\n" + '\n'.join(res['problems'])
+        elif res['status'] == 'ok' and not check_only: msg += ' (written)' if res['written'] else ' (unchanged)'
+        elif res['status'] == 'ok': msg += ' -- outputs up to date'
+        log(msg)
+        return res
+    with ThreadPoolExecutor(max(1, n_workers)) as ex: list(ex.map(job, paths))
+    readme_nb = (nbs_path()/settings().get('readme_nb', 'index.ipynb')).resolve()
+    if readme and not check_only and not out_dir and results.get(readme_nb, {}).get('written'):
+        subprocess.run([sys.executable, str(ROOT/'tools'/'make_readme.py')], cwd=ROOT, check=True)
+        log('README.md regenerated from ' + os.path.relpath(readme_nb, ROOT))
+    return {p: results[p] for p in paths}
+
+def check(paths:list, n_workers:int=2, timeout:int|None=None) -> dict:
+    "{path: problems} for `paths`: `compare`'s messages, or the failure of the run; empty lists when up to date"
+    res = refresh(paths, n_workers, check_only=True, timeout=timeout, log=lambda m: None)
+    return {p: r.get('problems', []) if r['status'] != 'failed' else [_report(p, r)] for p, r in res.items()}
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index and nbs/NN*_*.ipynb)')
+    ap.add_argument('--n_workers', type=int, default=min(os.cpu_count() or 1, 8), help='notebooks run at once (default: the CPU count, at most 8)')
+    ap.add_argument('--check', action='store_true', help='compare the stored outputs with a fresh run; write nothing')
+    ap.add_argument('--out', help='write the executed notebooks into this folder instead of in place')
+    ap.add_argument('--flags', default='', help='space-separated test flags to run that are normally skipped (slow cuda)')
+    ap.add_argument('--timeout', type=int, default=1800, help='seconds one notebook may run (default 1800)')
+    ap.add_argument('--_worker', nargs=4, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a._worker: return _worker_main(*a._worker)
+    paths = [resolve(n) for n in a.notebooks] if a.notebooks else chapters()
+    t0 = time.time()
+    res = refresh(paths, a.n_workers, a.out, a.check, a.flags.split(), a.timeout)
+    bad = [p for p, r in res.items() if r['status'] == 'failed' or r.get('problems')]
+    print(f"{len(res)} notebooks in {time.time() - t0:.0f} s: {sum(r['status'] == 'ok' for r in res.values())} ran, "
+          f"{sum(r['status'] == 'skipped' for r in res.values())} skipped, {len(bad)} " + ('stale or failed' if a.check else 'failed')
+          + (': ' + ' '.join(p.name for p in bad) if bad else ''))
+    sys.exit(1 if bad else 0)
+
+if __name__ == '__main__': main()
