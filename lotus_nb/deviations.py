@@ -106,8 +106,8 @@ DEVIATIONS = [
 
 # %% ../nbs/19_deviations.ipynb #2ef726fc
 def stand_in_rows() -> list:
-    "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`"
-    from lotus_nb.paper import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
+    "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper_tables` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`"
+    from lotus_nb.paper_tables import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
     from lotus_nb.experiment import BENCHMARK_DEFAULTS
     sw = "scale='paper' (the paper's dataset and model)"
     rows = [D('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')

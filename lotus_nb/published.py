@@ -8,7 +8,7 @@ import functools, math, os, re
 from pathlib import Path
 import numpy as np, pandas as pd
 import lotus_nb
-from .paper import PAPER_BENCHMARKS, PB, LABELS
+from .paper_tables import PAPER_BENCHMARKS, PB, LABELS
 from .methods import is_reference, role_method
 from .store import atomic_write
 

@@ -113,3 +113,9 @@ def test_fresh_process_has_every_method():
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, f"import {m}: {err[-2000:]}"
         assert out.strip().split(',') == PAPER, (m, out)
+
+def test_modules_and_notebooks_have_different_names():
+    "A module never shares its name with a notebook of nbs/ (paper.py beside paper.ipynb confused readers, issue 20 item 6)"
+    nbs = {p.stem for p in (PKG.parent/'nbs').glob('*.ipynb')}
+    clash = sorted(nbs & {p.stem for p in PKG.glob('*.py')})
+    assert not clash, f"modules named like a notebook: {clash}"

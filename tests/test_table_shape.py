@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 from lotus_nb.report import PAPER_METHODS, PAPER_ROWS, SUPP_ROWS, render
-from lotus_nb.paper import (PAPER_BENCHMARKS, PAPER_COLUMNS, PB, paper_table, table_pcc_paper, table_large_scale, gumbel_shape,
+from lotus_nb.paper_tables import (PAPER_BENCHMARKS, PAPER_COLUMNS, PB, paper_table, table_pcc_paper, table_large_scale, gumbel_shape,
                             block_label, GUMBEL_ROWS)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from .data import check_choice
 from .methods import is_reference, role_method
 from .store import Store, row_id
 from .experiment import BenchmarkSpec
-from .paper import plan_table, on_datasets, LABELS, table_benchmarks
+from .paper_tables import plan_table, on_datasets, LABELS, table_benchmarks
 from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
 
 VARIANT_OF = 'lotus'   # the method whose variants this chapter studies: every table below selects its rows by this name
