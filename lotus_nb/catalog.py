@@ -13,7 +13,7 @@ __all__ = ['PLUGIN_GROUPS', 'PLUGINS', 'PluginWarning', 'load_plugin', 'load_plu
 # %% ../nbs/19a_catalog.ipynb #4a682933
 from . import data, formats_idx, formats_cifar, formats_folders, mufac
 from . import gold, finetune, neggrad, random_label, bad_teacher, scrub, ssd, unsir, salun, lotus, lotus_salun
-from . import synthetic
+from . import synthetic, privacy   # an unseen-set generator; the privacy audit's split rule
 from .methods import METHODS
 from .data import DATASETS
 from .metrics import METRIC_FNS

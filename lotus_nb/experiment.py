@@ -11,7 +11,7 @@ import numpy as np, pandas as pd, torch, torch.nn as nn
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from .data import DATASETS, load_dataset, dataset_defaults, check_choice, check_fraction, check_seed
-from .splits import dataset_splits
+from .splits import dataset_splits, split_rule
 from .loaders import device_splits, unseen_split
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, reinit_copy, weights_digest
 from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key, get_device, set_seed, to_device
@@ -25,7 +25,8 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults', 'register_unseen', 'unseen_sources',
            'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'prepare',
-           'SeedContext', 'seed_context', 'run_seed', 'Benchmark', 'check_checkpoints', 'run_benchmark', 'report']
+           'SeedContext', 'seed_context', 'measure', 'check_threads', 'run_seed', 'Benchmark', 'check_checkpoints',
+           'run_benchmark', 'check_method_seeds', 'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
 # Keys: a dataset, or (dataset, arch) for what holds only with one architecture; the second wins. In method_overrides,
@@ -84,6 +85,8 @@ class BenchmarkSpec:
     pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
     retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (PROTOCOL section 1)
     data_options: dict = None         # options of the dataset's loader, e.g. {'forget_rule': 'first'} (ImageNet: the authors' fixed forget set)
+    split: str = 'random'             # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES): 'random' is the paper's
+    split_options: dict = None        # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -113,7 +116,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved (model not 'au
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
-    check_fraction(spec.retain_pct, 'retain_pct')
+    check_fraction(spec.retain_pct, 'retain_pct'); split_rule(spec.split, spec.split_options)
     te = spec.train_epochs
     if te is not None and (isinstance(te, bool) or not isinstance(te, int) or te < 1):
         raise ValueError(f"train_epochs must be a positive integer or None, got {te!r}")
@@ -153,32 +156,38 @@ class Prepared:
     @property
     def key(self) -> str: return f"{self.name}-{self.bench_id}"
     def splits(self, seed:int): # the seed that draws the forget set and the unseen/test halves
-        return dataset_splits(self.data, self.forget_pct, seed, self.forget_class)
+        "The sets of `seed`, drawn by the benchmark's split rule (the paper's: `dataset_splits`)"
+        s = self.spec
+        return split_rule(s.split, s.split_options)(self.data, self.forget_pct, seed, self.forget_class, **(s.split_options or {}))
     def checkpoints(self, seed:int, # the run's seed
                     store:Store     # the results store (its checkpoint folder)
                    ) -> tuple:
-        "Paths of the cached $f_{orig}$ (shared by every forget set) and $f_{gold}$ of `seed`"
-        forget = self.splits(seed).forget.tolist()
-        return (store.checkpoint('orig', cache_key(**self.base, kind='orig', seed=seed)),
+        "Paths of the cached $f_{orig}$ (shared by every forget set of the paper's rule) and $f_{gold}$ of `seed`"
+        sp = self.splits(seed); forget = sp.forget.tolist()
+        train = {} if self.spec.split == 'random' else dict(train=cache_key(idx=np.union1d(sp.forget, sp.retain).tolist()))  # another rule may train on less
+        return (store.checkpoint('orig', cache_key(**self.base, kind='orig', seed=seed, **train)),
                 store.checkpoint('gold', cache_key(**self.base, kind='gold', seed=seed, forget=forget)))
-    def ident(self, method:str, # registry name
-              seed:int          # the run's seed
+    def ident(self, method:str,       # registry name
+              seed:int,               # the run's seed (the benchmark's: forget set, f_orig, f_gold)
+              method_seed:int=None    # the seed of the method's own randomness; None: `seed` (the paper's setting)
              ) -> tuple: # the row_id of that run's row
         s = self.spec
         return row_id(dict(dataset=s.dataset, model=s.model, forget_pct=self.forget_pct, forget_class=self.forget_class,
-                           unseen=s.unseen, method=method, seed=seed, setup=self.setup[method]))
-    def record(self, store:Store, # the results store
-               method:str,        # registry name
-               seed:int           # the run's seed
+                           unseen=s.unseen, method=method, seed=seed, setup=self.setup[method], method_seed=method_seed))
+    def record(self, store:Store,       # the results store
+               method:str,              # registry name
+               seed:int,                # the run's seed
+               method_seed:int=None     # the method's seed; None: `seed`
               ) -> dict: # the run's record, or None
         "The record `method` wrote for `seed` of this benchmark (its traces, config, time)"
-        return store.read_record(self.ident(method, seed))
-    def entropies(self, store:Store, # the results store
-                  method:str,        # registry name
-                  seed:int           # the run's seed
-                 ) -> dict: # split -> prediction entropies, or None
-        "The prediction entropies of `method`'s model for `seed` of this benchmark"
-        return store.read_arrays(self.ident(method, seed))
+        return store.read_record(self.ident(method, seed, method_seed))
+    def entropies(self, store:Store,    # the results store
+                  method:str,           # registry name
+                  seed:int,             # the run's seed
+                  method_seed:int=None  # the method's seed; None: `seed`
+                 ) -> dict: # name -> array (the prediction entropies by split, and what extra_arrays added), or None
+        "The arrays stored with `method`'s run for `seed` of this benchmark: its prediction entropies by split"
+        return store.read_arrays(self.ident(method, seed, method_seed))
 
 def benchmark_name(dataset,          # registry name of the dataset
                    model,            # registry name of the model (resolved)
@@ -209,7 +218,8 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
     cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
-                recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}))
+                recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
+                **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)))   # the paper's rule keeps the keys of earlier runs
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     setup = {m: cache_key(**base, cfg=dataclasses.asdict(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
@@ -255,38 +265,78 @@ def seed_context(prep:Prepared,      # the prepared benchmark
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
     return SeedContext(ts, f_orig, f_gold, task, ref)
 
-def run_seed(prep:Prepared,      # the prepared benchmark
-             seed:int,           # the seed to run
-             methods,            # registry names (checked); those already in the store are skipped
-             store:Store,        # the results store: rows, run records and checkpoints
-             device='cpu',       # 'auto', 'cpu' or 'cuda'
-             progress:bool=True, # show progress bars
-             on_row=None         # called as on_row(row) after each row is written (progress reports)
+def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/clear_refs), returning nan
+                ) -> float: # the process's peak resident memory since the last reset, MiB (elsewhere: since it started)
+    try:
+        if reset: Path('/proc/self/clear_refs').write_text('5'); return float('nan')
+        return next(int(l.split()[1])/1024 for l in open('/proc/self/status') if l.startswith('VmHWM'))
+    except (OSError, StopIteration):
+        import resource
+        return float('nan') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024
+
+class measure:
+    "Context of one run: its peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
+    def __init__(self, device): # the run's torch.device
+        self.cuda, self.device, self.usage = device.type == 'cuda', device, {}
+    def __enter__(self):
+        if self.cuda: torch.cuda.synchronize(self.device); torch.cuda.reset_peak_memory_stats(self.device)
+        _peak_rss_mb(reset=True); return self
+    def __exit__(self, *exc):
+        mem = torch.cuda.max_memory_allocated(self.device)/2**20 if self.cuda else float('nan')
+        self.usage = dict(threads=torch.get_num_threads(), peak_mem_mb=round(mem, 1), peak_rss_mb=round(_peak_rss_mb(), 1))
+
+def check_threads(threads # CPU threads of a run: a positive integer, or None to leave torch's setting
+                 ):
+    "Refuse a thread count that is not a positive integer (None passes)"
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+    return threads
+
+def run_seed(prep:Prepared,         # the prepared benchmark
+             seed:int,              # the benchmark's seed: draws the splits, trains f_orig and f_gold
+             methods,               # registry names (checked); those already in the store are skipped
+             store:Store,           # the results store: rows, run records and checkpoints
+             device='cpu',          # 'auto', 'cpu' or 'cuda'
+             progress:bool=True,    # show progress bars
+             on_row=None,           # called as on_row(row) after each row is written (progress reports)
+             method_seed:int=None,  # the seed of the methods' own randomness; None: `seed` (the paper's setting)
+             threads:int=1,         # torch's CPU threads for the whole unit (recorded in each row); None: leave torch's setting
+             extra_arrays=None,     # extra_arrays(ctx, model) -> {name: array}, stored with each run's entropies (e.g. attack scores)
             ) -> int:
     "Run every method of `prep` not yet in `store` for `seed`, appending one row each; returns how many rows it wrote"
+    ms = seed if method_seed is None else check_seed(method_seed)
     done = store.done()
-    todo = [m for m in methods if prep.ident(m, seed) not in done]
+    todo = [m for m in methods if prep.ident(m, seed, ms) not in done]
     if not todo: return 0
-    ctx = seed_context(prep, seed, store, device, progress)
-    f_orig, f_gold, task = ctx.f_orig, ctx.f_gold, ctx.task
+    before = torch.get_num_threads()
+    if check_threads(threads): torch.set_num_threads(threads)   # a CPU run's last digits depend on it: the row records it
+    try: return _run_todo(prep, seed, ms, todo, store, get_device(device), progress, on_row, extra_arrays)
+    finally: torch.set_num_threads(before)
+
+def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays) -> int:
+    ctx = seed_context(prep, seed, store, dev, progress)
+    f_orig, f_gold = ctx.f_orig, ctx.f_gold
+    task = ctx.task if ms == seed else dataclasses.replace(ctx.task, seed=ms)   # the benchmark's models, the method's own seed
     ev = lambda m: ctx.evaluate(m, return_entropies=True)
     gold_metrics = ev(f_gold) if f_gold is not None else None
     wrote = 0
     for i, m in enumerate(todo):
-        r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
-        metrics, record = (gold_metrics if f_gold is not None and r.model is f_gold else ev(r.model)), r.record   # gold's are known
-        del r
+        with measure(dev) as use:
+            r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
+            metrics, record = (gold_metrics if f_gold is not None and r.model is f_gold else ev(r.model)), r.record   # gold's are known
+            arrays = {**metrics['entropies'], **(extra_arrays(ctx, r.model) if extra_arrays else {})}
+            del r
         s = prep.spec
         row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
-                   method=m, seed=seed, setup=prep.setup[m], time_min=record['time_min'],
+                   method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
                    avg_gap=avg_gap(metrics, gold_metrics) if gold_metrics else float('nan'),
-                   **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))})
-        store.write_record(prep.ident(m, seed), record, metrics['entropies'])
+                   **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **use.usage)
+        store.write_record(prep.ident(m, seed, ms), record, arrays)
         if not store.append(row):
             log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
         wrote += 1
         if on_row is not None: on_row(row)
-        log.info(f"[{prep.name} seed {seed}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
+        log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
     return wrote
 
 # %% ../nbs/08_experiment.ipynb #0ab95a43
@@ -331,19 +381,33 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   retain_pct:float=0.3,      # fraction of $D_r$ that LoTUS and Bad Teacher see
                   cache_dir=None,            # checkpoints of f_orig and f_gold; default out_dir/checkpoints
                   data_options:dict=None,    # options of the dataset's loader, e.g. {'forget_rule': 'first'} for ImageNet
-                  progress:bool=True         # show progress bars
+                  progress:bool=True,        # show progress bars
+                  method_seeds=None,         # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
+                  threads:int=1,             # torch's CPU threads per run (recorded in each row); None: leave torch's setting
+                  split:str='random',        # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES); 'random': the paper's
+                  split_options:dict=None,   # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
                  ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures"
     spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, forget_class, unseen, train_size, img_size, recipe, train_epochs,
-                                      data_root, method_overrides, pretrained, retain_pct, data_options))
+                                      data_root, method_overrides, pretrained, retain_pct, data_options, split, split_options))
     store = Store(out_dir, cache_dir)
     seeds, methods = check_benchmark(spec, seeds, methods, store)
+    mseeds = check_method_seeds(method_seeds); check_threads(threads)
     get_device(device)
     prep = prepare(spec, methods)
     check_checkpoints(prep, seeds, store)
     for s in tqdm(seeds, disable=not progress, desc=prep.name):
-        run_seed(prep, s, methods, store, device, progress)
+        for ms in mseeds or [None]: run_seed(prep, s, methods, store, device, progress, method_seed=ms, threads=threads)
     return report(store, prep, methods, seeds)
+
+def check_method_seeds(method_seeds # None, or a non-empty list of non-negative integers, no repeats
+                      ) -> list: # the checked list, or None
+    "Refuse method seeds that are not a non-empty list of distinct non-negative integers (None passes)"
+    if method_seeds is None: return None
+    if isinstance(method_seeds, (int, str)) or not len(method_seeds): raise ValueError(f"method_seeds must be None or a non-empty list of integers, got {method_seeds!r}")
+    out = [check_seed(s) for s in method_seeds]
+    if len(set(out)) != len(out): raise ValueError(f"repeated method seeds in {out}")
+    return out
 
 # %% ../nbs/08_experiment.ipynb #ccb4ab1a
 STREISAND = ('original', 'gold', 'random_label', 'lotus')   # the models of the paper's entropy figure
@@ -356,7 +420,7 @@ def report(store:Store,     # the results store: rows and records are read, tabl
           ) -> Benchmark:
     "Tables and figures of one benchmark from its rows and run records in `store`"
     df = store.read()
-    want = {prep.ident(m, 0)[:-1] for m in methods}
+    want = {prep.ident(m, 0)[:-2] for m in methods}
     keep = [row_id(r, False) in want and (seeds is None or int(r['seed']) in seeds) for _, r in df.iterrows()]
     df = df[keep].reset_index(drop=True)
     b = Benchmark(df, name=prep.name, spec=prep.spec, key=prep.key)

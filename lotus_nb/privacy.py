@@ -9,24 +9,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn.functional as F
 import matplotlib.pyplot as plt
-from .data import load_dataset, stratified_sample, check_choice, check_fraction, check_seed
-from .splits import make_splits
-from .loaders import TensorSplit
-from .models import MODELS, create_model, model_arch
-from .training import Recipe, train_cached, predict, cache_key, get_device
-from .methods import UnlearnTask, unlearn, list_methods, method_config, check_method, display_name, is_reference, ordered_methods, role_method
-from .metrics import evaluate
-from .experiment import benchmark_defaults
+from .data import stratified_sample, check_choice, check_fraction, check_seed
+from .splits import Splits, make_splits, register_split
+from .models import MODELS
+from .training import Recipe, predict
+from .methods import list_methods, check_method, display_name, is_reference, ordered_methods, role_method
+from .experiment import BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, run_seed, report
 from .report import summarize, fmt_pm, rank_row, make_table, save_table
 from .store import Store, atomic_write
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'POP_METRICS', 'PRIVACY_ROWS', 'POPULATION_ATTACKS', 'logit_conf', 'shadow_membership', 'gaussian_lira',
-           'tpr_at', 'roc', 'ULiRA', 'check_pairs', 'ulira', 'AuditSetup', 'prepare_audit', 'save_npz', 'shadow_paths',
-           'score_path', 'load_scores', 'method_configs', 'shadow_runs', 'Audit', 'audit_methods', 'run_audit',
-           'privacy_means', 'attack_ranks', 'table_privacy', 'privacy_verdict', 'plot_roc', 'write_audit']
+__all__ = ['log', 'SHADOW_SEED', 'POP_METRICS', 'PRIVACY_ROWS', 'POPULATION_ATTACKS', 'logit_conf', 'shadow_membership',
+           'gaussian_lira', 'tpr_at', 'roc', 'ULiRA', 'check_pairs', 'ulira', 'shadow_design', 'shadow_splits',
+           'AuditSetup', 'prepare_audit', 'Audit', 'audit_methods', 'run_audit', 'privacy_means', 'attack_ranks',
+           'table_privacy', 'privacy_verdict', 'plot_roc', 'write_audit']
 
 # %% ../nbs/21_privacy.ipynb #c3b78a48
 def logit_conf(logits:torch.Tensor, # n x classes raw outputs z of the model
@@ -114,34 +112,74 @@ def ulira(scores,   # K x n scores of the K unlearned shadows on the candidate p
         rows.append(dict(target=k, auc=r['auc'], tpr_1=r['tpr_1'], tpr_01=r['tpr_01'])); ss.append(lr[ok]); ls.append(M[k][ok])
     return ULiRA(pd.DataFrame(rows), np.concatenate(ss), np.concatenate(ls).astype(int))
 
-# %% ../nbs/21_privacy.ipynb #4763ac46
+# %% ../nbs/21_privacy.ipynb #3f071ccb
+SHADOW_SEED = 1000   # shadow k of the audit with seed s runs as the benchmark seed SHADOW_SEED*s + k
+
+def shadow_design(y_train,              # labels of the training split
+                  y_heldout,            # labels of the held-out split
+                  forget_pct:float=0.1, # forget set / shadow training set, as in the benchmark
+                  seed:int=0,           # the audit's seed: draws every set and the shadows' halves
+                  shadows:int=16,       # shadow models: an even number, at least 4
+                  pool_size:int=100,    # candidate pool; each shadow forgets half of it
+                  held_size:int=500,    # held-out samples in each of D_u and the test set
+                 ) -> dict: # pool, base, member (shadows x pool), unseen, test
+    "The audit's sets: candidate pool, base (every shadow's retain set), shadow membership, held-out unseen and test samples"
+    seed = check_seed(seed); check_fraction(forget_pct, 'forget_pct')
+    if isinstance(shadows, bool) or not isinstance(shadows, int) or shadows < 4 or shadows % 2:
+        raise ValueError(f"shadows must be an even integer >= 4 (complementary pairs), got {shadows!r}")
+    y, yh = np.asarray(y_train), np.asarray(y_heldout); n = len(y)
+    base_size = round(pool_size/2*(1 - forget_pct)/forget_pct)
+    if pool_size < 4 or pool_size + base_size > n:
+        raise ValueError(f"pool_size={pool_size} needs a base of {base_size} and {pool_size + base_size} training images; the dataset has {n}")
+    pool = stratified_sample(y, pool_size/n, seed)
+    rest = np.setdiff1d(np.arange(n), pool); base = rest[stratified_sample(y[rest], base_size/len(rest), seed)]
+    sp = make_splits(y, yh, forget_pct, seed)
+    held = lambda idx: idx[stratified_sample(yh[idx], min(1., held_size/len(idx)), seed)]
+    return dict(pool=pool, base=base, member=shadow_membership(len(pool), shadows, seed), unseen=held(sp.unseen), test=held(sp.test))
+
+@register_split('shadow')
+def shadow_splits(data,                  # the loaded dataset (its labels)
+                  forget_pct:float=0.1,  # forget set / shadow training set
+                  seed:int=0,            # the benchmark seed: SHADOW_SEED*audit_seed + k for shadow k
+                  forget_class:int=None, # not defined: the audit is of instance unlearning
+                  retain_pct:float=0.3,  # fraction of the base that LoTUS and Bad Teacher see
+                  audit_seed:int=0,      # the audit's seed (shadow_design)
+                  shadows:int=16,        # shadow models in the audit
+                  pool_size:int=100,     # candidate pool
+                  held_size:int=500,     # held-out samples in each of D_u and the test set
+                 ) -> Splits:
+    "Shadow k's sets: its half of the pool to forget, the base to retain, the audit's held-out samples as $D_u$ and test"
+    if forget_class is not None: raise ValueError("the shadow design audits instance unlearning: forget_class is not defined")
+    k = check_seed(seed) - SHADOW_SEED*check_seed(audit_seed)
+    if not 0 <= k < shadows:
+        raise ValueError(f"seed {seed} is no shadow of the audit with seed {audit_seed}: its {shadows} shadows run as seeds {SHADOW_SEED*audit_seed}..{SHADOW_SEED*audit_seed + shadows - 1}")
+    d, y = shadow_design(data.y_train, data.y_heldout, forget_pct, audit_seed, shadows, pool_size, held_size), np.asarray(data.y_train)
+    forget, retain = np.sort(d['pool'][d['member'][k]]), np.sort(d['base'])
+    return Splits(forget, retain, retain[stratified_sample(y[retain], retain_pct, seed)], d['unseen'], d['test'], seed, forget_pct, None)
+
+# %% ../nbs/21_privacy.ipynb #8cd9dbda
 @dataclass
 class AuditSetup:
-    "The data of a privacy audit: candidate pool, base set, held-out sets, shadow membership and training recipe"
-    dataset: str          # registry name of the dataset (a key of DATASETS)
-    model: str            # registry name of the shadows' architecture (a key of MODELS)
-    data: object          # the loaded ImageData, with the benchmark's image size, subset and augmentation
+    "A privacy audit: its benchmark (prepared, split rule 'shadow'), candidate pool, base, held-out sets and shadow membership"
+    prep: Prepared        # the audit's benchmark: the experiments' defaults, the shadow design as its split rule
     pool: np.ndarray      # candidate indices into the training split
     base: np.ndarray      # always trained on, never forgotten (each shadow's retain set)
     unseen: np.ndarray    # held-out indices: the methods' unseen set D_u (and the entropy MIA's non-members)
     test: np.ndarray      # held-out indices: the population attacks' test set
     member: np.ndarray    # shadows x pool booleans (shadow_membership): True where shadow k forgets the candidate
-    recipe: Recipe        # how every shadow's f_orig and f_gold are trained
-    seed: int             # the audit's seed; shadow k trains and unlearns with shadow_seed(k)
-    ident: dict           # what the shadows' cache keys hash
+    seed: int             # the audit's seed; shadow k runs as the benchmark seed shadow_seed(k)
+    @property
+    def dataset(self) -> str: return self.prep.spec.dataset
+    @property
+    def model(self) -> str: return self.prep.spec.model
+    @property
+    def recipe(self) -> Recipe: return self.prep.recipe
     @property
     def shadows(self) -> int: return len(self.member)
-    def shadow_seed(self, k:int) -> int: return 1000*self.seed + k         # shadow k's seed
+    @property
+    def seeds(self) -> list: return [self.shadow_seed(k) for k in range(self.shadows)]  # the benchmark seeds of the shadows
+    def shadow_seed(self, k:int) -> int: return SHADOW_SEED*self.seed + k   # shadow k's benchmark seed
     def forget(self, k:int) -> np.ndarray: return self.pool[self.member[k]] # shadow k's forget set: training indices
-    def splits(self,
-               device='cpu', # where the images and labels are put
-               ) -> dict:
-        "`TensorSplit`s of the pool, base, unseen and test on `device`, and `train(idx)` for any training indices"
-        d, dev = self.data, torch.device(device)
-        xtr, ytr, xho, yho = d.x_train.to(dev), d.y_train.to(dev), d.x_heldout.to(dev), d.y_heldout.to(dev)
-        tr = lambda idx: TensorSplit(xtr, ytr, np.asarray(idx), d.augment, d.mean, d.std)
-        ho = lambda idx: TensorSplit(xho, yho, np.asarray(idx), d.augment, d.mean, d.std)
-        return dict(pool=tr(self.pool), base=tr(self.base), unseen=ho(self.unseen), test=ho(self.test), train=tr)
 
 def prepare_audit(dataset:str='fashionmnist', # registry name; in-memory datasets only
                   model:str='resnet18_small',  # the shadows' architecture (a key of MODELS)
@@ -153,101 +191,24 @@ def prepare_audit(dataset:str='fashionmnist', # registry name; in-memory dataset
                   data_root=None,       # data folder searched first (load_dataset's root)
                   recipe:Recipe=None,   # how shadows are trained; None: the benchmark's recipe
                   ) -> AuditSetup:
-    "The data and shadow design of a privacy audit of `dataset` with `model`, with the experiments' defaults"
+    "The benchmark and shadow design of a privacy audit of `dataset` with `model`, prepared as the experiments prepare theirs"
     check_choice(model, MODELS, 'model'); seed = check_seed(seed); check_fraction(forget_pct, 'forget_pct')
+    opts = dict(audit_seed=seed, shadows=shadows, pool_size=pool_size, held_size=held_size)
+    spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, recipe=recipe, data_root=data_root, split='shadow', split_options=opts))
     if isinstance(shadows, bool) or not isinstance(shadows, int) or shadows < 4 or shadows % 2:
         raise ValueError(f"shadows must be an even integer >= 4 (complementary pairs), got {shadows!r}")
-    dflt = benchmark_defaults(dataset, model)
-    data = load_dataset(dataset, root=data_root, img_size=dflt['img_size'], train_size=dflt['train_size'])
-    if not data.in_memory: raise ValueError(f"{dataset} is streamed from disk: the privacy audit trains many shadow models and supports in-memory datasets only")
-    if dflt['augment'] is not None: data.augment = dflt['augment']
-    y, n = np.asarray(data.y_train), len(data.y_train)
-    base_size = round(pool_size/2*(1 - forget_pct)/forget_pct)
-    if pool_size < 4 or pool_size + base_size > n:
-        raise ValueError(f"pool_size={pool_size} needs a base of {base_size} and {pool_size + base_size} training images; {dataset} has {n}")
-    pool = stratified_sample(y, pool_size/n, seed)
-    rest = np.setdiff1d(np.arange(n), pool); base = rest[stratified_sample(y[rest], base_size/len(rest), seed)]
-    sp, yh = make_splits(data.y_train, data.y_heldout, forget_pct, seed), np.asarray(data.y_heldout)
-    held = lambda idx: idx[stratified_sample(yh[idx], min(1., held_size/len(idx)), seed)]
-    recipe = recipe or dflt['recipe']
-    ident = dict(dataset=dataset, model=model, train_size=dflt['train_size'], img_size=dflt['img_size'], augment=data.augment,
-                 recipe=dataclasses.asdict(recipe), pool=pool.tolist(), base=base.tolist())
-    return AuditSetup(dataset, model, data, pool, base, held(sp.unseen), held(sp.test), shadow_membership(len(pool), shadows, seed),
-                      recipe, seed, ident)
-
-# %% ../nbs/21_privacy.ipynb #b1eae75e
-POP_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc')
-
-def save_npz(path,      # the .npz file; its folder is created
-             **arrays): # passed on to np.savez: name -> array
-    "Write `arrays` to `path` atomically (lotus_nb.store.atomic_write: a unique temporary file, fsync, a rename)"
-    atomic_write(path, lambda f: np.savez(f, **arrays))
-
-def shadow_paths(setup:AuditSetup, # the audit's data and recipe, hashed into the names
-                 k:int,            # shadow index
-                 out_dir,          # the audit's folder (a results store): checkpoints go in its checkpoints/
-                 ) -> tuple:       # (f_orig path, f_gold path)
-    "Checkpoint paths of shadow `k`'s $f_{orig}$ and $f_{gold}$: the audit's store names them (its checkpoints/)"
-    seed, store = setup.shadow_seed(k), Store(out_dir)
-    return (store.checkpoint(f'orig{k}', cache_key(**setup.ident, kind='orig', forget=setup.forget(k).tolist(), seed=seed)),
-            store.checkpoint(f'gold{k}', cache_key(**setup.ident, kind='gold', seed=seed)))
-
-def score_path(setup:AuditSetup, # the audit; its held-out samples are hashed into the name
-               k:int,            # shadow index
-               method:str,       # registry name of the method
-               cfg,              # the method's config (a MethodConfig dataclass), hashed into the name
-               out_dir,          # the audit's folder; scores go in its scores/
-               ) -> Path:
-    "Cache path of method `method`'s scores and metrics on shadow `k`"
-    key = cache_key(orig=shadow_paths(setup, k, out_dir)[0].name, method=method, cfg=dataclasses.asdict(cfg),
-                    val=setup.unseen.tolist(), test=setup.test.tolist())  # key name `val` kept: earlier runs' cached scores
-    return Path(out_dir)/'scores'/f"{method}_{k}_{key}.npz"
-
-def load_scores(path,      # a .npz written by shadow_runs
-                ) -> tuple: # (pool scores as logit_conf, {POP_METRICS name: value})
-    "Scores on the pool and population metrics of one (shadow, method)"
-    with np.load(path) as z: return z['scores'], json.loads(str(z['metrics']))
-
-# %% ../nbs/21_privacy.ipynb #2d46cafb
-def method_configs(methods,       # registry names of the audited methods
-                   arch:str,      # 'resnet' or 'vit' (model_arch), picks each config's arch_defaults
-                   recipe:Recipe, # the shadows' training recipe, given to Original and Gold
-                   ) -> dict:     # method -> config
-    "Each method's config for `arch`; references (Original, Gold) follow the shadows' `recipe`"
-    return {m: method_config(m, arch, 'instance', **(dict(recipe=recipe) if is_reference(m) else {})) for m in methods}
-
-def shadow_runs(setup:AuditSetup,    # the audit's data, shadow design and recipe
-                k:int,               # shadow index, 0..setup.shadows-1
-                methods,             # registry names of the methods to unlearn shadow k with
-                out_dir,             # the audit's folder: checkpoints/ of the shadows and scores/ caches
-                device='cpu',        # where shadows are trained, unlearned and scored ('auto': CUDA if any)
-                cfgs:dict=None,      # method -> config; None: method_configs for the setup's model and recipe
-                progress:bool=False, # show training and unlearning progress bars
-                ) -> dict:
-    "`{method: (pool scores, population metrics)}` of shadow `k`, computing (and caching) only what is missing"
-    cfgs = cfgs or method_configs(methods, model_arch(setup.model), setup.recipe)
-    paths = {m: score_path(setup, k, m, cfgs[m], out_dir) for m in methods}
-    todo = [m for m in methods if not paths[m].exists()]
-    if todo:
-        dev, sp, d = get_device(device), setup.splits(get_device(device)), setup.data
-        make = lambda: create_model(setup.model, d.num_classes, d.in_chans, d.img_size)
-        forget, seed = sp['train'](setup.forget(k)), setup.shadow_seed(k)
-        orig_ck, gold_ck = shadow_paths(setup, k, out_dir)
-        f_orig, meta = train_cached(orig_ck, make, forget + sp['base'], setup.recipe, None, seed, dev, progress)
-        task = UnlearnTask(forget, sp['base'], sp['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta,
-                           retrain=lambda: train_cached(gold_ck, make, sp['base'], setup.recipe, None, seed, dev, progress))
-        for m in todo:
-            model = unlearn(m, f_orig, task, cfgs[m], model_arch(setup.model), progress=progress).model
-            scores = logit_conf(*predict(model, sp['pool'])).cpu().numpy()
-            ev = evaluate(model, forget, sp['base'], sp['test'], sp['unseen'])
-            save_npz(paths[m], scores=scores, metrics=np.array(json.dumps({c: ev[c] for c in POP_METRICS})))
-    return {m: load_scores(paths[m]) for m in methods}
+    prep = prepare(spec, list_methods())
+    if not prep.data.in_memory: raise ValueError(f"{dataset} is streamed from disk: the privacy audit trains many shadow models and supports in-memory datasets only")
+    d = shadow_design(prep.data.y_train, prep.data.y_heldout, forget_pct, seed, shadows, pool_size, held_size)
+    return AuditSetup(prep, seed=seed, **d)
 
 # %% ../nbs/21_privacy.ipynb #b1a77cdc
+POP_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc')   # the population metrics of a shadow's row
+
 @dataclass
 class Audit:
     "What `run_audit` produced: per-(method, shadow) results, each method's U-LiRA, the setup"
-    results: pd.DataFrame   # one row per (method, seed=shadow): population attacks and U-LiRA's metrics
+    results: pd.DataFrame   # one row per (method, seed=shadow index): population attacks and U-LiRA's metrics
     ulira: dict             # method -> its ULiRA over all shadows
     setup: AuditSetup       # the data and shadow design audited
     tables: dict = field(default_factory=dict)  # name -> DataFrame, filled by write_audit
@@ -262,24 +223,28 @@ def audit_methods(methods=None, # registry names; None: every unlearning method 
 
 def run_audit(setup:AuditSetup,           # from prepare_audit
               methods=None,               # registry names; None: every unlearning method plus the Gold Standard
-              out_dir='results/privacy',  # caches of shadows and scores; a rerun resumes from them
+              out_dir='results/privacy',  # the audit's results store (rows, records with the pool scores, checkpoints); a rerun resumes from it
               device:str='auto',          # where shadows are trained and unlearned
               progress:bool=False,        # show per-model progress bars (shadow progress is always logged)
               ) -> Audit:
-    "Shadows trained, unlearned and scored (cached, resumable), then U-LiRA per method; one row per (method, shadow)"
-    methods, t0 = audit_methods(methods), time.time()
-    cfgs = method_configs(methods, model_arch(setup.model), setup.recipe)
-    runs = {}
-    for k in range(setup.shadows):
-        runs[k] = shadow_runs(setup, k, methods, out_dir, device, cfgs, progress)
+    "Every shadow run as a seed of the audit's benchmark (resumable), then U-LiRA per method; one row per (method, shadow)"
+    prep, store, t0 = setup.prep, Store(out_dir), time.time()
+    seeds, methods = check_benchmark(prep.spec, setup.seeds, audit_methods(methods), store)
+    check_checkpoints(prep, seeds, store)
+    def pool_scores(ctx, model):   # U-LiRA's statistic on every candidate, stored with the run's record
+        return dict(pool_scores=logit_conf(*predict(model, ctx.splits['forget'].with_idx(setup.pool))).cpu().numpy())
+    for k, s in enumerate(seeds):
+        run_seed(prep, s, methods, store, device, progress, extra_arrays=pool_scores)
         el = time.time() - t0
         log.info(f"[privacy {setup.dataset}] shadow {k+1}/{setup.shadows} done; {el/60:.1f} min, about {el/(k+1)*(setup.shadows-k-1)/60:.1f} min left")
+    got = report(store, prep, methods, seeds, write=False).results.assign(seed=lambda d: d.seed.astype(int)).set_index(['method', 'seed'])
     rows, u = [], {}
     for m in methods:
-        u[m] = ulira(np.stack([runs[k][m][0] for k in range(setup.shadows)]), setup.member)
-        for k in range(setup.shadows):
+        u[m] = ulira(np.stack([prep.entropies(store, m, s)['pool_scores'] for s in seeds]), setup.member)
+        for k, s in enumerate(seeds):
             t = u[m].per_target.iloc[k]
-            rows.append(dict(method=m, seed=k, **runs[k][m][1], ulira_auc=t.auc, ulira_tpr_1=t.tpr_1, ulira_tpr_01=t.tpr_01))
+            rows.append(dict(method=m, seed=k, **got.loc[(m, s), list(POP_METRICS)].astype(float).to_dict(),
+                             ulira_auc=t.auc, ulira_tpr_1=t.tpr_1, ulira_tpr_01=t.tpr_01))
     return Audit(pd.DataFrame(rows), u, setup)
 
 # %% ../nbs/21_privacy.ipynb #b25ab26d

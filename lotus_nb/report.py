@@ -108,7 +108,7 @@ def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows incl
                  keys=GAP_KEYS         # metric columns to compare with f_gold: by default the four Avg Gap terms
                 ) -> pd.DataFrame:
     "`results` with a column `gap_<key>` = |value - gold's value of the same seed| for each key"
-    gold = results[results.method == role_method('gold')].set_index('seed')[list(keys)]
+    gold = results[results.method == role_method('gold')].drop_duplicates('seed').set_index('seed')[list(keys)]   # one per seed: every method seed shares it
     out = results.copy()
     for k in keys: out[f'gap_{k}'] = (out[k] - out['seed'].map(gold[k])).abs()
     return out

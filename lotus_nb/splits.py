@@ -9,7 +9,8 @@ import numpy as np
 from .data import ImageData, check_choice, check_seed, check_fraction, stratified_sample
 
 # %% auto #0
-__all__ = ['per_class_sample', 'Splits', 'make_splits', 'dataset_splits']
+__all__ = ['SPLIT_RULES', 'per_class_sample', 'Splits', 'make_splits', 'dataset_splits', 'register_split', 'split_rule',
+           'validation_splits']
 
 # %% ../nbs/01b_splits.ipynb #a893c309
 def per_class_sample(y,        # labels, one per item
@@ -85,3 +86,50 @@ def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule 
         n = fx['heldout_per_class']; unseen = per_class_sample(yh, n, seed)
         rest = np.setdiff1d(np.arange(len(yh)), unseen); test = np.sort(rest[per_class_sample(yh[rest], n, seed)])
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
+
+# %% ../nbs/01b_splits.ipynb #a044bd05
+SPLIT_RULES = {}
+
+def register_split(name:str # the name BenchmarkSpec.split takes
+                  ):
+    "Decorator: register `rule(data, forget_pct, seed, forget_class, retain_pct, **options) -> Splits` as a split rule"
+    def _inner(f): SPLIT_RULES[name] = f; return f
+    return _inner
+
+register_split('random')(dataset_splits)
+
+def split_rule(name:str,         # a registered rule: 'random' (the paper's), 'validation', ...
+               options:dict=None # the rule's options; None: none
+              ):
+    "The rule `name`, with `options` checked against what it takes (unknown names and options are refused, naming the valid ones)"
+    import inspect
+    f = SPLIT_RULES[check_choice(name, SPLIT_RULES, 'split rule')]
+    if options is not None and not isinstance(options, dict): raise ValueError(f"split_options must be a dict {{name: value}}, got {options!r}")
+    takes = [p for p in list(inspect.signature(f).parameters)[5:]]
+    if bad := sorted(set(options or {}) - set(takes)):
+        raise ValueError(f"split rule {name!r} takes no option {', '.join(bad)}; its options: {', '.join(takes) or 'none'}")
+    return f
+
+@register_split('validation')
+def validation_splits(data:ImageData,       # a loaded dataset drawn by the paper's rule (make_splits)
+                      forget_pct:float=0.1,  # fraction of each class to forget, as in the reported benchmark
+                      seed:int=0,            # the validation seed: draws the forget set and the unseen/test cut; never a reported seed
+                      forget_class:int=None, # not defined: a class has one forget set
+                      retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
+                      exclude_seeds=(),      # the reported seeds, whose forget sets are never drawn
+                     ) -> Splits:
+    "A forget set of the reported size per class drawn outside every forget set of `exclude_seeds`; the rest as `dataset_splits`"
+    seed = check_seed(seed); exclude = [check_seed(s) for s in exclude_seeds]
+    if forget_class is not None: raise ValueError("the validation rule draws instance forget sets: a class has only one forget set")
+    if seed in exclude: raise ValueError(f"the validation seed {seed} is a reported seed ({exclude}): choose another")
+    base = dataset_splits(data, forget_pct, seed, None, retain_pct)
+    y = np.asarray(data.y_train); taken = np.zeros(len(y), bool)
+    for s in exclude: taken[dataset_splits(data, forget_pct, s, None, retain_pct).forget] = True
+    rng, forget = np.random.RandomState([seed, 1]), []
+    for c in np.unique(y):
+        need, free = int((y[base.forget] == c).sum()), np.flatnonzero((y == c) & ~taken)
+        if len(free) < need: raise ValueError(f"class {c}: {len(free)} training images lie outside the reported forget sets, {need} needed; use a smaller forget_pct or fewer reported seeds")
+        forget.append(rng.permutation(free)[:need])
+    forget = np.sort(np.concatenate(forget)); retain = np.setdiff1d(np.arange(len(y)), forget)
+    retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
+    return Splits(forget, retain, retain_sub, base.unseen, base.test, seed, forget_pct, None)

@@ -13,22 +13,28 @@ import numpy as np, pandas as pd
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'KEY', 'METRICS', 'COLUMNS', 'ID_FIELDS', 'row_id', 'fsync_dir', 'atomic_write', 'Store']
+__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'row_id', 'fsync_dir', 'atomic_write', 'Store']
 
 # %% ../nbs/07a_store.ipynb #07c97d1f
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
 METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
-COLUMNS = KEY + METRICS
-ID_FIELDS = ('dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'setup', 'seed')   # the order of a row_id
+RESOURCES = ['threads', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, peak device memory (CUDA), peak host RSS
+COLUMNS = KEY + ['method_seed'] + METRICS + RESOURCES
+ID_FIELDS = ('dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'setup', 'seed', 'method_seed')   # the order of a row_id
+
+def _method_seed(row) -> int:
+    "The seed of the method's own randomness: the row's `method_seed`, or its `seed` where none is recorded (rows before 0.4, the paper's setting)"
+    ms = row.get('method_seed') if hasattr(row, 'get') else None
+    return int(row['seed']) if ms is None or (isinstance(ms, str) and not ms.strip()) or pd.isna(ms) else int(ms)
 
 def row_id(row,                # a results row: a dict or a DataFrame row with the KEY columns
-           with_seed:bool=True # False: leave the seed out (the run's benchmark and method only)
+           with_seed:bool=True # False: leave the seeds out (the run's benchmark and method only)
           ) -> tuple:
-    "The identity of a run, normalised: its key columns in ID_FIELDS order (without the seed: its benchmark and method)"
+    "The identity of a run, normalised: its key columns in ID_FIELDS order (without the seeds: its benchmark and method)"
     fc = row['forget_class']
     key = (str(row['dataset']), str(row['model']), None if pd.isna(row['forget_pct']) else round(float(row['forget_pct']), 6),
            None if pd.isna(fc) else int(fc), str(row['unseen']), str(row['method']), str(row['setup']))
-    return key + (int(row['seed']),) if with_seed else key
+    return key + (int(row['seed']), _method_seed(row)) if with_seed else key
 
 # %% ../nbs/07a_store.ipynb #7afbb1f3
 def fsync_dir(folder # a folder whose entries (a rename in it) must reach the disk
@@ -57,8 +63,8 @@ def atomic_write(path,      # the file to write; its folder is created
 def _hash(obj) -> str: return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 def _stem(ident:tuple) -> str:
-    dataset, model, fp, fc, unseen, method, setup, seed = ident
-    return f"{method}_seed{seed}_{setup}_{_hash([dataset, model, fp, fc, unseen])[:8]}"
+    dataset, model, fp, fc, unseen, method, setup, seed, mseed = ident
+    return f"{method}_seed{seed}{'' if mseed == seed else f'm{mseed}'}_{setup}_{_hash([dataset, model, fp, fc, unseen])[:8]}"
 
 @dataclass(frozen=True)
 class Store:
@@ -168,9 +174,9 @@ class Store:
 
     def _legacy(self, ident:tuple) -> bool:
         "Migrate the pre-0.3 record of `ident` when exactly one row can own it; True when it was migrated"
-        dataset, model, fp, fc, unseen, method, setup, seed = ident
+        dataset, model, fp, fc, unseen, method, setup, seed, mseed = ident
         old = self.runs/f"{method}_seed{seed}_{setup}.json"
-        if not old.exists(): return False
+        if mseed != seed or not old.exists(): return False
         rows = self.read()
         owners = [row_id(r) for _, r in rows.iterrows() if str(r['method']) == method and int(r['seed']) == seed and str(r['setup']) == setup]
         if owners != [ident]:

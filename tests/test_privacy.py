@@ -52,12 +52,16 @@ def test_table_and_figure(digits_audit):
     md = (res/'tables'/'privacy.md').read_text()
     assert 'U-LiRA AUC' in md and '**' in md and '<u>' in md
 
+def audit_setup():
+    "The notebook's audit design on digits (its defaults), as prepared by the package"
+    from lotus_nb.privacy import prepare_audit
+    return prepare_audit('digits', 'resnet18_small', SHADOWS, 0)
+
 def scores(res, m) -> np.ndarray:
-    "The stored pool scores of method `m`: shadows x candidates"
-    def one(k):
-        found = list((res/'scores').glob(f'{m}_{k}_*.npz')); assert len(found) == 1, found
-        with np.load(found[0]) as z: return z['scores']
-    return np.stack([one(k) for k in range(SHADOWS)])
+    "The stored pool scores of method `m`: shadows x candidates, read from the run records of the audit's store"
+    from lotus_nb.store import Store
+    setup, store = audit_setup(), Store(res)
+    return np.stack([setup.prep.entropies(store, m, setup.shadow_seed(k))['pool_scores'] for k in range(SHADOWS)])
 
 def test_ulira_recomputed(digits_audit):
     """U-LiRA's per-target AUC and TPR@1%FPR, recomputed from the stored scores with sklearn. With 4 shadows, the target's pair left
@@ -89,24 +93,27 @@ def test_gold_rows_recomputed(digits_audit):
     """Gold's unlearned shadow is its cached f_gold: its accuracies in privacy_results.csv and its stored pool scores
     (the logit-scaled confidence log p_y - log(1 - p_y)) are recomputed here from those checkpoints"""
     import torch
-    from lotus_nb.privacy import prepare_audit
     from lotus_nb.models import create_model
     from lotus_nb.training import load_checkpoint
+    from lotus_nb.loaders import device_splits
+    from lotus_nb.store import Store
     _, res = digits_audit
     df = pd.read_csv(res/'privacy_results.csv').set_index(['method', 'seed'])
-    setup = prepare_audit('digits', 'resnet18_small', SHADOWS, 0)  # the notebook's defaults
-    sp, d, S = setup.splits(), setup.data, scores(res, 'gold')
+    setup = audit_setup(); prep, d, S = setup.prep, setup.prep.data, scores(res, 'gold')
     def outputs(model, split):
         zs, ys = zip(*[(model(x), y) for x, y, *_ in split.loader(512)])
         return torch.cat(zs).double(), torch.cat(ys)
     for k in range(SHADOWS):
-        found = list(res.rglob(f'gold{k}_*.pt')); assert len(found) == 1, found
+        seed = setup.shadow_seed(k)
+        ck = prep.checkpoints(seed, Store(res))[1]; assert ck.exists(), ck
+        sp = device_splits(d, prep.splits(seed))
+        assert sorted(sp['forget'].idx) == sorted(setup.forget(k)) and sorted(sp['retain'].idx) == sorted(setup.base)
         model = create_model(setup.model, d.num_classes, d.in_chans, d.img_size)
-        model.load_state_dict(load_checkpoint(found[0])['state_dict']); model.eval()
+        model.load_state_dict(load_checkpoint(ck)['state_dict']); model.eval()
         with torch.no_grad():
-            acc = {f'acc_{n}': (lambda z, y: (z.argmax(1) == y).double().mean().item())(*outputs(model, s))
-                   for n, s in dict(forget=sp['train'](setup.forget(k)), retain=sp['base'], test=sp['test']).items()}
-            z, y = outputs(model, sp['pool'])
+            acc = {f'acc_{n}': (lambda z, y: (z.argmax(1) == y).double().mean().item())(*outputs(model, sp[n]))
+                   for n in ('forget', 'retain', 'test')}
+            z, y = outputs(model, sp['forget'].with_idx(setup.pool))
         assert np.allclose(list(acc.values()), df.loc[('gold', k), list(acc)].tolist(), atol=1e-12), (k, acc, df.loc[('gold', k)])
         logp = z.log_softmax(1).gather(1, y[:, None]).squeeze(1)
         conf = (logp - torch.log(-torch.expm1(logp))).numpy()       # log(p_y/(1 - p_y))
@@ -123,16 +130,20 @@ def test_output_notebook(digits_audit):
     assert "U-LiRA's AUC on the Gold Standard is" in verdict and display_name('lotus') in verdict
 
 def test_rerun_resumes(digits_audit):
-    "A rerun retrains no shadow; a score file lost to a killed run is recomputed alone, identically"
+    "A rerun retrains nothing; a (shadow, method) whose row a killed run never wrote is recomputed alone, identically"
+    from lotus_nb.store import Store
     out_nb, res = digits_audit
-    ckpts, scores = sorted(res.rglob('*.pt')), sorted((res/'scores').glob('*.npz'))
-    assert len(ckpts) == 2*SHADOWS and len(scores) == len(METHODS)*SHADOWS, (ckpts, scores)
-    before = {p: p.stat().st_mtime_ns for p in ckpts + scores}
+    store, setup = Store(res), audit_setup()
+    ckpts = sorted(store.checkpoints.glob('*.pt'))
+    assert len(ckpts) == 2*SHADOWS and len(store.read()) == len(METHODS)*SHADOWS, (ckpts, store.read())
+    before = {p: p.stat().st_mtime_ns for p in ckpts}
     results = (res/'privacy_results.csv').read_text()
-    lost = next(p for p in scores if p.name.startswith('lotus_2_')); lost.unlink()
+    lines = store.results.read_text().splitlines(keepends=True)
+    lost = [i for i, l in enumerate(lines) if f',lotus,{setup.shadow_seed(2)},' in l]
+    assert len(lost) == 1, lost
+    store.results.write_text(''.join(l for i, l in enumerate(lines) if i not in lost))
     r = audit(out_nb.with_name('out2.ipynb'), res)
     assert r.returncode == 0, show(r)
-    after = {p: p.stat().st_mtime_ns for p in ckpts + scores}
-    assert {p: v for p, v in after.items() if p != lost} == {p: v for p, v in before.items() if p != lost}, "no shadow retrained, no other score recomputed"
-    assert lost.exists() and not list(res.rglob('*.tmp'))
+    assert {p: p.stat().st_mtime_ns for p in ckpts} == before, "no shadow retrained"
+    assert len(store.read()) == len(METHODS)*SHADOWS and not list(res.rglob('*.tmp'))
     assert (res/'privacy_results.csv').read_text() == results, "the recomputed run is identical: everything is seeded"
