@@ -8,15 +8,16 @@ import dataclasses, math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, Subset, ConcatDataset
+from torch.utils.data import DataLoader, Dataset, Subset, ConcatDataset, TensorDataset
 from .data import ImageData, ImageFiles, default_workers, stratified_sample
 from .splits import Splits
 from .augment import augment_batch
 
 # %% auto #0
-__all__ = ['Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader', 'TensorSplit',
-           'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset', 'DatasetSplit',
-           'as_split']
+__all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader',
+           'TensorSplit', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset',
+           'dataset_tensors', 'dataset_labels', 'random_transform', 'MemoryLoader', 'MemorySplit', 'read_into_memory',
+           'DatasetSplit', 'as_split']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -296,25 +297,136 @@ class TaggedDataset(Dataset):
     def __len__(self): return len(self.dataset)
     def __getitem__(self, i): x, y = self.dataset[i][:2]; return x, y, self.tags[i]
 
+def dataset_tensors(ds # a map-style Dataset
+                   ) -> tuple: # (x, y, idx): the dataset's items are (x[idx[i]], y[idx[i]]); None when they are not rows of tensors
+    "The tensors under a `TensorDataset`, or a `Subset`, `random_split` or `ConcatDataset` over such (parts of one dataset share its tensors)"
+    if isinstance(ds, TensorDataset) and len(ds.tensors) >= 2: return ds.tensors[0], ds.tensors[1], np.arange(len(ds))
+    if isinstance(ds, Subset):
+        t = dataset_tensors(ds.dataset)
+        return None if t is None else (t[0], t[1], t[2][np.asarray(ds.indices, dtype=np.int64)])
+    if isinstance(ds, ConcatDataset):
+        parts = [dataset_tensors(d) for d in ds.datasets]
+        if not parts or any(p is None for p in parts): return None
+        if all(p[0] is parts[0][0] and p[1] is parts[0][1] for p in parts): return parts[0][0], parts[0][1], np.concatenate([p[2] for p in parts])
+        x = torch.cat([p[0][torch.as_tensor(p[2])] for p in parts]); y = torch.cat([p[1][torch.as_tensor(p[2])] for p in parts])
+        return x, y, np.arange(len(x))
+    return None
+
+def dataset_labels(ds # a map-style Dataset of (x, y, ...) items
+                  ) -> torch.Tensor: # every item's label, in order (CPU, int64)
+    "Labels of `ds`, from its label tensor, `targets`, a Subset's indices or a ConcatDataset's parts where it has them; else read item by item"
+    if (t := dataset_tensors(ds)) is not None: return t[1][torch.as_tensor(t[2])].long().cpu()
+    if isinstance(ds, Subset): return dataset_labels(ds.dataset)[torch.as_tensor(np.asarray(ds.indices, dtype=np.int64))]
+    if isinstance(ds, ConcatDataset): return torch.cat([dataset_labels(d) for d in ds.datasets])
+    if getattr(ds, 'targets', None) is not None and len(ds.targets) == len(ds): return torch.as_tensor(np.asarray(ds.targets)).long()
+    return torch.as_tensor([int(ds[i][1]) for i in range(len(ds))])
+
+RANDOM_OPS = ('Random', 'ColorJitter', 'AutoAugment', 'AugMix', 'TrivialAugment', 'ElasticTransform', 'GaussianBlur', 'Mixup', 'CutMix')
+
+def random_transform(ds,            # a map-style Dataset
+                     probe:int=3,   # items read twice under different random states; 0: inspect the transforms only
+                    ) -> bool: # True when its items are random draws
+    "Whether `ds` (or a dataset it wraps) has a random transform: a torchvision `Random*`-style op, or items that differ between two reads"
+    inner = [ds.dataset] if isinstance(ds, Subset) else list(ds.datasets) if isinstance(ds, ConcatDataset) else []
+    if any(random_transform(d, 0) for d in inner): return True
+    for a in ('transform', 'transforms', 'target_transform'):
+        if any(op in repr(getattr(ds, a, None)) for op in RANDOM_OPS): return True
+    if not probe or len(ds) == 0: return False
+    import random
+    state = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    try:
+        for i in np.linspace(0, len(ds) - 1, min(probe, len(ds))).astype(int):
+            reads = []
+            for s in (1, 2):
+                torch.manual_seed(s); np.random.seed(s); random.seed(s); reads.append(torch.as_tensor(np.asarray(ds[int(i)][0])))
+            if reads[0].shape != reads[1].shape or not torch.equal(reads[0], reads[1]): return True
+    finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
+    return False
+
+class MemoryLoader(BatchLoader):
+    "Batches `(x, y[, tag])` of `x[idx]` as stored (a practitioner's tensors: their own normalisation, no augmentation), on `x`'s device"
+    def __init__(self,
+                 x,              # every item's input, N x ...; batches are sliced on its device
+                 y,              # every label, on x's device
+                 idx,            # positions in x of this loader's items
+                 batch_size=128, # items per batch (the last batch may be smaller)
+                 shuffle=False,  # a new seeded order each pass; False: idx order
+                 tags=None,      # one bool per idx entry, yielded as a third item; None: (x, y) batches
+                 seed=0,         # seeds the order
+                ):
+        super().__init__(len(idx), batch_size, shuffle, 'none', (0.,), (1.,), tags, seed, None, x.device)
+        self.x, self.y = x, y
+        self.idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
+    def __iter__(self):
+        order = self.order()
+        for i in range(0, len(order), self.batch_size):
+            sel = order[i:i+self.batch_size]; ix = self.idx[sel].to(self.x.device)
+            yield self.batch(self.x[ix], self.y[ix], sel, self.x.device)
+
+@dataclass
+class MemorySplit(IndexSplit):
+    "Items held as tensors: a practitioner's `TensorDataset` (or parts of it), or a `Dataset` read once into memory; batched by slicing"
+    x: torch.Tensor  # every item's input, as the dataset yields it (already transformed and normalised)
+    y: torch.Tensor  # every label (int64), on x's device
+    idx: np.ndarray  # positions of this split's items in x
+    @property
+    def images(self) -> torch.Tensor: return self.x
+    def loader(self,
+               batch_size=128, # items per batch
+               train=False,    # shuffle; False: in order (there is no augmentation: a random transform is never cached unasked)
+               seed=0,         # seeds the order
+               tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+              ):
+        "Batches sliced from the tensors: shuffled when `train`, else in order"
+        return MemoryLoader(self.x, self.y, self.idx, batch_size, shuffle=train, tags=tags, seed=seed)
+    def to(self, device, # where the tensors go, once
+          ):
+        "The same split with its tensors on `device` (a no-op where they are)"
+        return dataclasses.replace(self, x=self.x.to(device, non_blocking=True), y=self.y.to(device, non_blocking=True))
+    def __add__(self,
+                other, # a split of the same tensors, or another MemorySplit
+               ):
+        "Concatenation: positions into the same tensors, or (two datasets' tensors) one concatenation of their items"
+        if isinstance(other, IndexSplit) and other.images is self.images: return self.with_idx(np.concatenate([self.idx, other.idx]))
+        if not isinstance(other, MemorySplit): raise TypeError(f"a MemorySplit concatenates with a MemorySplit, not a {type(other).__name__}")
+        take = lambda s, t: t[torch.as_tensor(s.idx, device=t.device)].to(self.x.device)
+        x, y = torch.cat([take(self, self.x), take(other, other.x)]), torch.cat([take(self, self.y), take(other, other.y)])
+        return MemorySplit(x, y, np.arange(len(x)))
+
+def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) items with tensor-like x
+                     budget_gb:float=4., # the most memory its inputs may take; over it: None
+                     progress:bool=True, # show a progress bar over the one pass
+                     num_workers:int=None, # DataLoader workers of the pass; None: default_workers
+                    ) -> MemorySplit: # or None when it does not fit the budget
+    "Read every item of `ds` once (a DataLoader pass with workers) into tensors, pinned where CUDA is present"
+    from tqdm.auto import tqdm
+    x0 = torch.as_tensor(np.asarray(ds[0][0]))
+    if x0.numel()*x0.element_size()*len(ds) > budget_gb*2**30: return None
+    x = torch.empty((len(ds), *x0.shape), dtype=x0.dtype); y = torch.empty(len(ds), dtype=torch.long); i = 0
+    dl = DataLoader(ds, batch_size=256, num_workers=default_workers(len(ds), num_workers))
+    for b in tqdm(dl, desc=f'reading {type(ds).__name__} into memory', disable=not progress, leave=False):
+        n = len(b[1]); x[i:i+n], y[i:i+n] = torch.as_tensor(b[0]), torch.as_tensor(b[1]); i += n
+    if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
+    return MemorySplit(x, y, np.arange(len(ds)))
+
 @dataclass
 class DatasetSplit(Split):
-    "A split over any map-style `torch` `Dataset` of `(x, y)` items"
+    "A split over any map-style `torch` `Dataset` of `(x, y)` items, streamed by a `DataLoader`"
     dataset: Dataset     # map-style, (x, y) items already transformed
     num_workers: int = 0 # DataLoader workers of its loaders
     def __len__(self): return len(self.dataset)
     @property
-    def labels(self) -> torch.Tensor:
-        return torch.as_tensor([int(self.dataset[i][1]) for i in range(len(self.dataset))])
+    def labels(self) -> torch.Tensor: return dataset_labels(self.dataset)
     def loader(self,
                batch_size=128, # items per batch
                train=False,    # shuffle (augmentation is the Dataset's own transform); False: in order
                seed=0,         # seeds the shuffling
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
               ):
-        "A `DataLoader` of the items: shuffled when `train`, else in order"
+        "A `DataLoader` of the items (workers, pinned memory where CUDA is present, prefetching): shuffled when `train`, else in order"
         ds = self.dataset if tags is None else TaggedDataset(self.dataset, tags)
-        return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=self.num_workers,
-                          generator=torch.Generator().manual_seed(seed) if train else None)
+        return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=self.num_workers, pin_memory=torch.cuda.is_available(),
+                          prefetch_factor=4 if self.num_workers else None, generator=torch.Generator().manual_seed(seed) if train else None)
     def subset(self,
                frac:float, # share of each class kept
                seed:int,   # seeds the draw
@@ -327,10 +439,17 @@ class DatasetSplit(Split):
         "Concatenation of the two datasets"
         return DatasetSplit(ConcatDataset([self.dataset, other.dataset]), self.num_workers)
 
-def as_split(data, # a Split, a torch Dataset or a DataLoader
+def as_split(data,               # a Split, a torch Dataset or a DataLoader
+             cache='auto',       # 'auto': read a Dataset into memory when it fits and is not random; True: even when random; False: stream it
+             budget_gb:float=4., # the most memory a Dataset read into memory may take
+             progress:bool=True, # show a progress bar while reading a Dataset into memory
             ):
-    "A split from a split, a `Dataset` or a `DataLoader`"
+    "A split from a split, a `Dataset` or a `DataLoader`: tensors sliced in place, a Dataset read once into memory, or a stream"
     if isinstance(data, Split): return data
-    if isinstance(data, DataLoader): return DatasetSplit(data.dataset, data.num_workers)
-    if isinstance(data, Dataset): return DatasetSplit(data)
-    raise TypeError(f"expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
+    if not isinstance(data, (Dataset, DataLoader)): raise TypeError(f"expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
+    if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
+    ds, workers = (data.dataset, data.num_workers) if isinstance(data, DataLoader) else (data, None)
+    if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
+    if cache is True or (cache == 'auto' and not random_transform(ds)):
+        if (m := read_into_memory(ds, budget_gb, progress, workers)) is not None: return m
+    return DatasetSplit(ds, default_workers(len(ds), workers))
