@@ -16,7 +16,7 @@ from .loaders import device_splits, unseen_split
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, reinit_copy, weights_digest
 from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key, get_device, set_seed, to_device
 from .methods import UnlearnTask, method_config, unlearn, list_methods, check_method, is_reference, role_method, display_name
-from .metrics import evaluate, reference_outputs, avg_gap
+from .metrics import evaluate, reference_outputs, avg_gap, resolve
 from .store import Store, METRICS, row_id
 from .report import report_tables, table_hyperparams, save_table, plot_tau_trace, plot_entropy
 
@@ -302,6 +302,7 @@ def run_seed(prep:Prepared,         # the prepared benchmark
              method_seed:int=None,  # the seed of the methods' own randomness; None: `seed` (the paper's setting)
              threads:int=1,         # torch's CPU threads for the whole unit (recorded in each row); None: leave torch's setting
              extra_arrays=None,     # extra_arrays(ctx, model) -> {name: array}, stored with each run's entropies (e.g. attack scores)
+             overlap_attacks:bool=None, # a method's MIA fits run in the background while the next method unlearns; None: on CUDA
             ) -> int:
     "Run every method of `prep` not yet in `store` for `seed`, appending one row each; returns how many rows it wrote"
     ms = seed if method_seed is None else check_seed(method_seed)
@@ -310,33 +311,46 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     if not todo: return 0
     before = torch.get_num_threads()
     if check_threads(threads): torch.set_num_threads(threads)   # a CPU run's last digits depend on it: the row records it
-    try: return _run_todo(prep, seed, ms, todo, store, get_device(device), progress, on_row, extra_arrays)
+    dev = get_device(device)
+    overlap = dev.type == 'cuda' if overlap_attacks is None else bool(overlap_attacks)
+    try: return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, overlap)
     finally: torch.set_num_threads(before)
 
-def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays) -> int:
+def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, overlap) -> int:
     ctx = seed_context(prep, seed, store, dev, progress)
     f_orig, f_gold = ctx.f_orig, ctx.f_gold
     task = ctx.task if ms == seed else dataclasses.replace(ctx.task, seed=ms)   # the benchmark's models, the method's own seed
-    ev = lambda m: ctx.evaluate(m, return_entropies=True)
-    gold_metrics = ev(f_gold) if f_gold is not None else None
-    wrote = 0
-    for i, m in enumerate(todo):
-        with measure(dev) as use:
-            r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
-            metrics, record = (gold_metrics if f_gold is not None and r.model is f_gold else ev(r.model)), r.record   # gold's are known
-            arrays = {**metrics['entropies'], **(extra_arrays(ctx, r.model) if extra_arrays else {})}
-            del r
-        s = prep.spec
-        row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
-                   method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
-                   avg_gap=avg_gap(metrics, gold_metrics) if gold_metrics else float('nan'),
-                   **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **use.usage)
-        store.write_record(prep.ident(m, seed, ms), record, arrays)
-        if not store.append(row):
-            log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
-        wrote += 1
-        if on_row is not None: on_row(row)
-        log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
+    ev = lambda m: ctx.evaluate(m, return_entropies=True, defer_attacks=overlap)
+    gold = [ev(f_gold)] if f_gold is not None else None   # resolved once, when the first row needs it
+    pending, wrote = [], 0
+    def flush():   # write the rows whose attacks have run (in the background, while later methods unlearned)
+        nonlocal wrote
+        for i, m, metrics, record, arrays, usage in pending:
+            metrics = resolve(metrics)
+            if gold: gold[0] = resolve(gold[0])
+            s = prep.spec
+            row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
+                       method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
+                       avg_gap=avg_gap(metrics, gold[0]) if gold else float('nan'),
+                       **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **usage)
+            store.write_record(prep.ident(m, seed, ms), record, arrays)
+            if not store.append(row):
+                log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
+            wrote += 1
+            if on_row is not None: on_row(row)
+            log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
+        pending.clear()
+    try:
+        for i, m in enumerate(todo):
+            with measure(dev) as use:
+                r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
+                metrics, record = (gold[0] if gold and r.model is f_gold else ev(r.model)), r.record   # gold's are known
+                arrays = {**metrics['entropies'], **(extra_arrays(ctx, r.model) if extra_arrays else {})}
+                del r
+            flush()                      # the previous method's row: its attacks ran while this method unlearned
+            pending.append((i, m, metrics, record, arrays, use.usage))
+            if not overlap: flush()      # without overlap, each row is written as soon as it is known
+    finally: flush()                     # a method that fails loses no earlier row
     return wrote
 
 # %% ../nbs/08_experiment.ipynb #0ab95a43

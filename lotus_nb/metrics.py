@@ -14,7 +14,7 @@ from .training import predict
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'METRIC_FNS', 'accuracy', 'entropy', 'mia_entropy',
            'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'js_rows', 'jsd',
            'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs', 'register_metric',
-           'list_metrics', 'extra_metrics', 'evaluate']
+           'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -225,6 +225,21 @@ def extra_metrics(logits:dict,  # split -> (logits, labels) of the model scored
     return out
 
 # %% ../nbs/06_metrics.ipynb #c95be42b
+_POOL = []
+
+def attack_pool():
+    "The background thread (one, made on first use) that runs deferred attacks in order: scikit-learn's fits, on the CPU"
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+        _POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix='lotus-attacks'))
+    return _POOL[0]
+
+def resolve(metrics:dict # evaluate's result, possibly with deferred attacks (Futures)
+           ) -> dict: # the same metrics with every Future replaced by its value (waiting for it)
+    "`metrics` with every deferred attack's value"
+    from concurrent.futures import Future
+    return {k: v.result() if isinstance(v, Future) else v for k, v in metrics.items()}
+
 def evaluate(model:nn.Module,           # the model scored: f_un, or a reference model
              forget,                    # D_f: split, Dataset or DataLoader
              retain,                    # D_r: acc_retain; the members of the entropy and SVC MIAs
@@ -237,7 +252,8 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              mia_nonmember:str='unseen', # the entropy MIA's non-members: 'unseen' ($D_u$) or 'test'
              batch_size:int=1024,       # images per forward pass
              legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
-             return_entropies:bool=False # also return each split's per-sample output entropies
+             return_entropies:bool=False, # also return each split's per-sample output entropies
+             defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see `resolve`)
             ) -> dict:
     "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD (needs orig), ZRF (needs rand), and the registered ones"
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
@@ -249,9 +265,11 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     out = {k: (l.softmax(-1), y) for k, (l, y) in logits.items()}
     ent = {k: entropy(p) for k, (p, _) in out.items()}
     res = {f'acc_{k}': accuracy(p, y) for k, (p, y) in out.items()}
-    res['mia'] = mia_entropy(ent['retain'], ent[mia_nonmember], ent['forget'])
-    res['mia_loss'] = mia_loss_cv(*(F.cross_entropy(*logits[k], reduction='none') for k in ('forget', 'test')))
-    res['mia_svc'] = mia_svc(*(mia_features(*out[k]) for k in ('retain', 'test', 'forget')))
+    cpu = lambda t: t.detach().double().cpu()
+    attacks = dict(mia=(mia_entropy, [cpu(ent[k]) for k in ('retain', mia_nonmember, 'forget')]),   # their inputs, on the host
+                   mia_loss=(mia_loss_cv, [cpu(F.cross_entropy(*logits[k], reduction='none')) for k in ('forget', 'test')]),
+                   mia_svc=(mia_svc, [mia_features(*out[k]) for k in ('retain', 'test', 'forget')]))
+    res.update({k: attack_pool().submit(f, *a) if defer_attacks else f(*a) for k, (f, a) in attacks.items()})
     pf, yf = out['forget']
     if ref.gold_forget is not None:
         res['jsd'] = jsd(pf, ref.gold_forget, legacy=legacy_jsd)
