@@ -12,10 +12,10 @@ from .metrics import GAP_KEYS, METRIC_FNS
 from .methods import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
-__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'SUPP_LABELS', 'EXTRA_MIA', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING',
-           'SUPP_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'extra_rows', 'metric_table',
-           'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'best_of', 'shape', 'table_paper', 'table_supp_paper',
-           'report_tables', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
+__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'PAPER_METHODS', 'PAPER_ROWS',
+           'MISSING', 'SUPP_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'extra_rows',
+           'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'best_of', 'shape', 'table_paper',
+           'table_supp_paper', 'report_tables', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -76,6 +76,7 @@ def render(table:pd.DataFrame, # a make_table table, ranks in attrs['rank']
 MAIN_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), 'RF-JSD x1e4': ('rf_jsd', 1e4, 2),
              'ZRF': ('zrf', 1, 4), 'Time (min.)': ('time_min', 1, 2)}
 HIGHER_BETTER = set()   # metric columns where a larger value ranks first (a registered metric says so itself)
+RESOURCE_ROWS = {'Peak device memory (MiB)': ('peak_mem_mb', 1, 0), 'Peak host memory (MiB)': ('peak_rss_mb', 1, 0)}   # what a run used (rows without it: skipped)
 
 def extra_rows() -> dict: # {label: (column, scale, digits)}
     "The rows of the metrics registered with `register_metric`, as `metric_table` takes them"
@@ -177,9 +178,9 @@ def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, gold's rows
 
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table
-    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape; '_extra': every method that ran and every metric, registered ones included"
+    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape; '_extra': every method that ran and every metric (registered ones, and the peak memory a run used)"
     return {'avg_gap': table_paper(results), 'avg_gap_supp': table_supp_paper(results),
-            'avg_gap_extra': table_avg_gap(results, {**MAIN_ROWS, **extra_rows()}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
+            'avg_gap_extra': table_avg_gap(results, {**MAIN_ROWS, **extra_rows(), **RESOURCE_ROWS}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
 
 # %% ../nbs/07_report.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply

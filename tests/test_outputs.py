@@ -129,6 +129,8 @@ def test_normalise_rules():
     assert t('took 1.23 s') == 'took 1.23 s' and t('took 1.23 s', compare=True) == 'took <time>'
     assert t("{'acc': 0.5, 'time_min': 0.0123}", compare=True) == "{'acc': 0.5, 'time_min': <time>}"
     assert t('0.9923 accuracy, 10 seeds', compare=True) == '0.9923 accuracy, 10 seeds'
+    assert t('| Peak host memory (MiB) | 412 ± 3 |', compare=True) == '| Peak host memory (MiB) | <t> ± <t> |'
+    assert t('| Peak host memory (MiB) | 412 ± 3 |') == '| Peak host memory (MiB) | 412 ± 3 |'
     bar = 'LoTUS:  40%|####      | 2/5 [00:01<00:02,  1.50it/s]\rLoTUS: 100%|##########| 5/5 [00:03<00:00,  1.52it/s]\n'
     assert ro.norm_stream(bar + 'done\n') == 'done\n'
     nb = {'metadata': {'widgets': {}}, 'cells': [{'cell_type': 'code', 'execution_count': 3, 'metadata': {'execution': {}},

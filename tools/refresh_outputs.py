@@ -64,8 +64,10 @@ _addr = re.compile(r'\s+at 0x[0-9a-fA-F]+')                         # `<function
 _secs = re.compile(r'\b\d+(\.\d+)?(e-?\d+)?\s?(s|sec|secs|seconds|ms|min|mins|minutes)\b')
 _time_field = re.compile(r"(time_min|time_s|seconds|secs|elapsed)(['\"]?\s*[:=]?\s*)-?\d+(\.\d+)?(e-?\d+)?")
 
-# a table row labelled with a duration: `Time (min.)`, `cost (s)`, `RN18 / C-10 | Time (min.)`, `time_min` (compare only)
-_time_label = re.compile(r'(?i)\b(time|cost|elapsed|duration)\b[^<>|\n]{0,20}\((s|sec|secs|ms|min|min\.|h)\)|\btime_(min|s)\b')
+# a table row labelled with a duration: `Time (min.)`, `cost (s)`, `RN18 / C-10 | Time (min.)`, `time_min` (compare only);
+# or with a peak memory: `Peak host memory (MiB)`, `peak_rss_mb`
+_time_label = re.compile(r'(?i)\b(time|cost|elapsed|duration)\b[^<>|\n]{0,20}\((s|sec|secs|ms|min|min\.|h)\)|\btime_(min|s)\b'
+                         r'|\bmemory\b[^<>|\n]{0,20}\((MiB|MB|GiB|GB)\)|\bpeak_(mem|rss)_mb\b')   # and a run's peak memory, which varies too
 _number = re.compile(r'\d+(\.\d+)?(e-?\d+)?')
 
 def _mask_time_rows(s:str) -> str:
