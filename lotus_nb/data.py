@@ -5,6 +5,7 @@
 # %% ../nbs/01_data.ipynb #00c72841
 from __future__ import annotations
 import logging, math, os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np, torch, torch.nn.functional as F
@@ -13,10 +14,10 @@ from torch.utils.data import DataLoader
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'DATASETS', 'HOW_TO_GET', 'read_image', 'default_workers', 'ImageFiles', 'ImageData', 'check_choice',
-           'check_seed', 'check_fraction', 'DatasetDefaults', 'register_dataset', 'dataset_defaults', 'optional_import',
-           'data_dirs', 'find_data', 'path_inside', 'available_memory', 'fits_in_memory', 'stratified_sample',
-           'load_dataset']
+__all__ = ['log', 'DATASETS', 'HOW_TO_GET', 'read_image', 'default_workers', 'ImageFiles', 'torch_threads', 'ImageData',
+           'check_choice', 'check_seed', 'check_fraction', 'DatasetDefaults', 'register_dataset', 'dataset_defaults',
+           'optional_import', 'data_dirs', 'find_data', 'path_inside', 'available_memory', 'fits_in_memory',
+           'stratified_sample', 'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 def read_image(path,            # image file in any format PIL reads
@@ -74,6 +75,15 @@ class ImageFiles:
     def __repr__(self): return f"ImageFiles({len(self)} images at {self.size} px)"
 
 # %% ../nbs/01_data.ipynb #e17589a6
+@contextmanager
+def torch_threads(n:int # torch's CPU threads inside the block; None: leave them as they are
+                 ):
+    "Run the block with `n` CPU threads (`torch.set_num_threads`), restoring the previous count after"
+    before = torch.get_num_threads()
+    if n is not None: torch.set_num_threads(n)
+    try: yield
+    finally: torch.set_num_threads(before)
+
 @dataclass
 class ImageData:
     "A classification dataset: the official `train` split and the official held-out split, as `uint8` tensors or `ImageFiles`"
@@ -91,7 +101,8 @@ class ImageData:
     def __post_init__(self):
         if self.mean is None and self.in_memory and len(self.x_train):
             x = self.x_train.float()/255
-            self.mean = tuple(x.mean((0,2,3)).tolist()); self.std = tuple(x.std((0,2,3)).clamp_min(1e-3).tolist())
+            with torch_threads(1):   # a float32 reduction: its last bits depend on how many threads split it, and every run normalises with them
+                self.mean = tuple(x.mean((0,2,3)).tolist()); self.std = tuple(x.std((0,2,3)).clamp_min(1e-3).tolist())
     @property
     def in_memory(self) -> bool: return isinstance(self.x_train, torch.Tensor)
     @property

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn as nn
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
-from .data import DATASETS, load_dataset, dataset_defaults, check_choice, check_fraction, check_seed
+from .data import DATASETS, load_dataset, dataset_defaults, check_choice, check_fraction, check_seed, torch_threads
 from .splits import dataset_splits, split_rule
 from .loaders import device_splits, unseen_split
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, reinit_copy, weights_digest
@@ -309,12 +309,10 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     done = store.done()
     todo = [m for m in methods if prep.ident(m, seed, ms) not in done]
     if not todo: return 0
-    before = torch.get_num_threads()
-    if check_threads(threads): torch.set_num_threads(threads)   # a CPU run's last digits depend on it: the row records it
     dev = get_device(device)
     overlap = dev.type == 'cuda' if overlap_attacks is None else bool(overlap_attacks)
-    try: return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, overlap)
-    finally: torch.set_num_threads(before)
+    with torch_threads(check_threads(threads)):   # a CPU run's last digits depend on it: the row records it
+        return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, overlap)
 
 def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, overlap) -> int:
     ctx = seed_context(prep, seed, store, dev, progress)
