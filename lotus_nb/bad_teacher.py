@@ -5,11 +5,12 @@
 # %% ../nbs/13_bad_teacher.ipynb #a5efe06f
 from __future__ import annotations
 from dataclasses import dataclass
+from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .models import reinit_copy
 from .training import train_epoch, graphable
-from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, frozen,
+from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, frozen,
                               make_optimizer, with_tags, kl_to_targets)
 
 # %% auto #0
@@ -63,6 +64,7 @@ class BadTeacherConfig(MethodConfig):
     lr: float = 1e-4           # learning rate
     weight_decay: float = 0.   # no L2 penalty
     T: float = 1.          # distillation temperature of both teachers and the student
+    search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20), T=Range(1., 8., log=True))
 
 @register_method('bad_teacher', BadTeacherConfig, display='BadT', order=5)
 def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the student's start (left unchanged)

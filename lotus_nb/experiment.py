@@ -25,8 +25,8 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults', 'register_unseen', 'unseen_sources',
            'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'prepare',
-           'SeedContext', 'seed_context', 'measure', 'check_threads', 'run_seed', 'Benchmark', 'check_checkpoints',
-           'run_benchmark', 'check_method_seeds', 'report']
+           'SeedContext', 'fit_original', 'seed_context', 'measure', 'check_threads', 'run_seed', 'Benchmark',
+           'check_checkpoints', 'run_benchmark', 'check_method_seeds', 'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
 # Keys: a dataset, or (dataset, arch) for what holds only with one architecture; the second wins. In method_overrides,
@@ -167,9 +167,18 @@ class Prepared:
         train = {} if self.spec.split == 'random' else dict(train=cache_key(idx=np.union1d(sp.forget, sp.retain).tolist()))  # another rule may train on less
         return (store.checkpoint('orig', cache_key(**self.base, kind='orig', seed=seed, **train)),
                 store.checkpoint('gold', cache_key(**self.base, kind='gold', seed=seed, forget=forget)))
+    def make_model(self) -> nn.Module:
+        "A fresh model of the benchmark: its architecture, input size and pretrained weights"
+        m, d = self.spec.model, self.data
+        return create_model(m, d.num_classes, d.in_chans, model_input_size(m) or d.img_size, self.spec.pretrained)
+    def device_splits(self, seed:int, # the seed whose sets are drawn
+                      device          # where the batches are made
+                     ) -> dict: # forget, retain, retain_sub, unseen, test
+        "The sets of `seed` as splits on `device`, resized to the model's input"
+        return device_splits(self.data, self.splits(seed), device, size=model_input_size(self.spec.model))
     def ident(self, method:str,       # registry name
               seed:int,               # the run's seed (the benchmark's: forget set, f_orig, f_gold)
-              method_seed:int=None    # the seed of the method's own randomness; None: `seed` (the paper's setting)
+              method_seed:int=None    # the seed of the method's own randomness; None: the seed (the paper's setting)
              ) -> tuple: # the row_id of that run's row
         s = self.spec
         return row_id(dict(dataset=s.dataset, model=s.model, forget_pct=self.forget_pct, forget_class=self.forget_class,
@@ -177,14 +186,14 @@ class Prepared:
     def record(self, store:Store,       # the results store
                method:str,              # registry name
                seed:int,                # the run's seed
-               method_seed:int=None     # the method's seed; None: `seed`
+               method_seed:int=None     # the method's seed; None: the seed
               ) -> dict: # the run's record, or None
         "The record `method` wrote for `seed` of this benchmark (its traces, config, time)"
         return store.read_record(self.ident(method, seed, method_seed))
     def entropies(self, store:Store,    # the results store
                   method:str,           # registry name
                   seed:int,             # the run's seed
-                  method_seed:int=None  # the method's seed; None: `seed`
+                  method_seed:int=None  # the method's seed; None: the seed
                  ) -> dict: # name -> array (the prediction entropies by split, and what extra_arrays added), or None
         "The arrays stored with `method`'s run for `seed` of this benchmark: its prediction entropies by split"
         return store.read_arrays(self.ident(method, seed, method_seed))
@@ -241,6 +250,16 @@ class SeedContext:
         ts = self.splits
         return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=self.ref, **kw)
 
+def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains its original model)
+                 seed:int,           # seeds the training
+                 path,               # the checkpoint: loaded when it exists, else trained and written
+                 ts:dict,            # the seed's splits on the device (Prepared.device_splits)
+                 device,             # the torch.device it trains on
+                 progress:bool=True  # show the training progress bar
+                ) -> tuple: # (f_orig, its training meta)
+    "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
+    return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
+
 def seed_context(prep:Prepared,      # the prepared benchmark
                  seed:int,           # draws the splits and seeds the training of f_orig and f_gold
                  store:Store,        # the results store: its checkpoint folder caches f_orig and f_gold
@@ -249,11 +268,9 @@ def seed_context(prep:Prepared,      # the prepared benchmark
                 ) -> SeedContext:
     "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
     dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, store)
-    model, dd = prep.spec.model, dataset_defaults(prep.spec.dataset)
-    make = lambda: create_model(model, data.num_classes, data.in_chans, model_input_size(model) or data.img_size, prep.spec.pretrained)
-    ts = device_splits(data, prep.splits(seed), dev, size=model_input_size(model))
-    if dd.train_original:
-        f_orig, orig_meta = train_cached(orig_ck, make, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress)
+    model, dd, make = prep.spec.model, dataset_defaults(prep.spec.dataset), prep.make_model
+    ts = prep.device_splits(seed, dev)
+    if dd.train_original: f_orig, orig_meta = fit_original(prep, seed, orig_ck, ts, dev, progress)
     else: f_orig, orig_meta = to_device(make(), dev), dict(time_min=float('nan'), history=[])  # the pretrained model is f_orig
     f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
                          else (None, None))
@@ -299,7 +316,7 @@ def run_seed(prep:Prepared,         # the prepared benchmark
              device='cpu',          # 'auto', 'cpu' or 'cuda'
              progress:bool=True,    # show progress bars
              on_row=None,           # called as on_row(row) after each row is written (progress reports)
-             method_seed:int=None,  # the seed of the methods' own randomness; None: `seed` (the paper's setting)
+             method_seed:int=None,  # the seed of the methods' own randomness; None: the seed (the paper's setting)
              threads:int=1,         # torch's CPU threads for the whole unit (recorded in each row); None: leave torch's setting
              extra_arrays=None,     # extra_arrays(ctx, model) -> {name: array}, stored with each run's entropies (e.g. attack scores)
              overlap_attacks:bool=None, # a method's MIA fits run in the background while the next method unlearns; None: on CUDA

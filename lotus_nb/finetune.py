@@ -5,10 +5,11 @@
 # %% ../nbs/10_finetune.ipynb #7c18ba78
 from __future__ import annotations
 from dataclasses import dataclass
+from typing import ClassVar
 import torch.nn as nn
 from tqdm.auto import tqdm
 from .training import train_epoch, ce_loss
-from .methods import MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer
+from .methods import MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer
 
 # %% auto #0
 __all__ = ['FinetuneConfig', 'finetune']
@@ -17,10 +18,7 @@ __all__ = ['FinetuneConfig', 'finetune']
 @dataclass
 class FinetuneConfig(MethodConfig):
     "Finetuning: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
-    optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
-    lr: float = 1e-3           # learning rate
-    momentum: float = 0.9      # SGD momentum
-    weight_decay: float = 5e-4 # L2 penalty of the optimiser
+    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20))   # 1e-3 barely moves a memorised model
 
 @register_method('finetune', FinetuneConfig, display='Finetuning', order=2)
 def finetune(original:nn.Module,    # f_orig: the starting point (left unchanged)

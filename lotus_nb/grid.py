@@ -8,17 +8,18 @@ import inspect, logging, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
-from .data import optional_import, check_choice
+from .data import optional_import, check_choice, dataset_defaults
 from .training import get_device, cache_key
-from .store import Store
+from .store import Store, atomic_write
 from .experiment import (BenchmarkSpec, Benchmark, resolve_spec, check_benchmark, prepare, run_seed, check_checkpoints,
-                                 report, benchmark_name)
+                                 check_threads, report, benchmark_name)
+from .cluster import Storage, WorkerStore, train_original, run_unit, check_data
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor', 'executor_options',
-           'run_local', 'run_ray', 'find_benchmark', 'run_grid']
+           'run_local', 'check_nodes', 'run_ray', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 class GridProgress:
@@ -100,56 +101,111 @@ def executor_options(executor:str, # a registered executor
     if bad := sorted(set(opts) - set(takes)): raise ValueError(f"executor {executor!r} takes no option {', '.join(bad)}; its options: {', '.join(takes)}")
     f.check(**opts); return opts
 
-@register_executor('local', check=lambda device='auto', **_: get_device(device))
+def _check_local(device='auto', threads=1, **_): get_device(device); check_threads(threads)
+
+@register_executor('local', check=_check_local)
 def run_local(plan:GridPlan,      # from plan_grid
               store:Store,        # the results store
               device='auto',      # 'auto', 'cpu' or 'cuda'
-              progress:bool=True  # show progress bars
+              progress:bool=True, # show progress bars
+              threads:int=1       # torch's CPU threads per unit (recorded in each row): the same default as the Ray executor's
              ):
     "Run the units one after the other in this process"
     prog = GridProgress(plan.rows)
     for i, s, _ in plan.units:
         p = plan.preps[i]
-        run_seed(p, s, plan.methods, store, device, progress, on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {r['method']}"))
+        run_seed(p, s, plan.methods, store, device, progress, threads=threads,
+                 on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {r['method']}"))
 
-def _ray_unit(spec, seed, methods, store, device, *after):
-    "A Ray task: prepare the benchmark in the worker and run one seed (after the units in `after`, which train its f_orig)"
-    logging.basicConfig(level=logging.INFO, format='%(message)s')
-    return run_seed(prepare(spec, methods), seed, methods, store, device, progress=False)
-
-def _check_ray(num_cpus=1, **_):
+# %% ../nbs/20_grid.ipynb #75ea91d8
+def _check_ray(num_cpus=1, threads=1, storage=None, **_):
     optional_import('ray', 'ray')
     if not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1:
         raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
+    check_threads(threads)
+    if storage is not None: Storage(storage)   # an unknown protocol, or its missing package, is refused here
+
+def _ray_original(spec, seed, methods, name, device, threads, storage):
+    "A Ray task: train the f_orig of `seed` on this node; its bytes for the driver (no storage), or None once the storage has it"
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    path = WorkerStore(storage=storage).path(name)
+    blob = train_original(prepare(spec, methods), seed, path, device, threads=threads).read_bytes()
+    if storage is None: return blob
+    if not storage.exists(name): storage.write(name, blob)
+
+def _ray_unit(spec, seed, methods, done, device, threads, storage, names, *blobs):
+    "A Ray task: one unit; `blobs` (resolved by Ray before it starts: it waits for them) are the checkpoints `names`"
+    logging.basicConfig(level=logging.INFO, format='%(message)s')
+    return run_unit(spec, seed, methods, done, device, threads, storage, dict(zip(names, blobs)))
+
+def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
+                methods,             # registry names
+                timeout_s:float=900  # how long the checks may take in all
+               ):
+    "Prepare every benchmark on every Ray node that can run a unit; raise with what is missing where, before any training"
+    ray = optional_import('ray', 'ray')
+    NodeAffinitySchedulingStrategy = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy
+    nodes = [n for n in ray.nodes() if n['Alive'] and (n['Resources'].get('CPU', 0) or n['Resources'].get('GPU', 0))]
+    task = ray.remote(num_cpus=0)(check_data)
+    refs = {task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n['NodeID'], soft=False)).remote(specs, methods):
+            f"{n['NodeManagerAddress']} (Ray node {n['NodeID'][:8]})" for n in nodes}
+    bad = [f"{where}, {m}" for r, where in refs.items() for m in ray.get(r, timeout=timeout_s)]
+    if bad: raise FileNotFoundError("data missing on the cluster's nodes (nothing was trained):\n" + "\n".join(bad))
+
+def _have(ray, storage, path:Path):
+    "What a unit gets for a checkpoint the driver or the storage has: its bytes in the object store (no storage), None (in the storage), False (nowhere)"
+    if storage is None: return ray.put(path.read_bytes()) if path.exists() else False
+    if not storage.exists(path.name) and path.exists(): storage.write(path.name, path.read_bytes())   # the driver's copy, shared
+    return None if storage.exists(path.name) else False
+
+def _keep(path, blob:bytes):
+    "The driver's copy of a checkpoint a worker trained"
+    if not Path(path).exists(): atomic_write(path, lambda f: f.write(blob))
 
 @register_executor('ray', check=_check_ray)
 def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its own benchmark)
-            store:Store,        # the results store: every worker must see its folder
+            store:Store,        # the results store: only this process (the driver) writes it
             device='auto',      # 'auto': 'cuda' where the cluster has GPUs, else 'cpu'; or 'cpu', 'cuda'
-            ray_address=None,   # an existing Ray cluster ('auto', 'ray://host:10001'); None: a local Ray instance
-            num_cpus:int=1,     # CPUs per task where the cluster has no GPU
-            poll_s:float=5.,    # seconds between checks for finished units
-            progress:bool=True  # log each finished unit
+            ray_address=None,   # an existing Ray cluster ('auto', 'host:6379', 'ray://host:10001'); None: a local Ray instance
+            num_cpus:int=1,     # CPUs per task where the cluster has no GPU (at least threads)
+            storage=None,       # checkpoints shared by the nodes: a folder all mount, 's3://...', 'gs://...'; None: the Ray object store
+            threads:int=1,      # torch's CPU threads per unit (recorded in each row): the same default as the local executor's
+            poll_s:float=5.,    # seconds between checks for finished tasks
+            progress:bool=True  # log each finished row
            ):
-    "Run the units as Ray tasks: one GPU each where the cluster has GPUs, else `num_cpus` CPUs"
+    "Run the units as Ray tasks on machines that share nothing but Ray: one GPU each where the cluster has GPUs, else `num_cpus` CPUs"
     ray = optional_import('ray', 'ray')
     if not ray.is_initialized(): ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
     gpus = ray.cluster_resources().get('GPU', 0) >= 1 and device != 'cpu'
-    task = ray.remote(num_gpus=1, num_cpus=1)(_ray_unit) if gpus else ray.remote(num_cpus=num_cpus)(_ray_unit)
+    res = dict(num_gpus=1, num_cpus=threads) if gpus else dict(num_cpus=max(num_cpus, threads))
     dev = ('cuda' if gpus else 'cpu') if device == 'auto' else device
-    store = Store(store.root.resolve(), None if store.cache_dir is None else store.cache_dir.resolve())
-    first, refs = {}, {}                   # units sharing an f_orig checkpoint wait for the first of them
+    storage = None if storage is None else Storage(storage)
+    check_nodes([p.spec for p in plan.preps], plan.methods)
+    unit, original = ray.remote(**res)(_ray_unit), ray.remote(**res)(_ray_original)
+    done, units, trains, origs = store.done(), {}, {}, {}
     for i, s, n in plan.units:
-        orig = plan.preps[i].checkpoints(s, store)[0]
-        after = [first[orig]] if orig in first else []
-        refs[task.remote(plan.preps[i].spec, s, plan.methods, store, dev, *after)] = (i, s, n)
-        first.setdefault(orig, next(reversed(refs)))
-    prog, pending = GridProgress(plan.rows), list(refs)
+        p = plan.preps[i]; orig, gold = p.checkpoints(s, store)
+        need = {}                               # checkpoint name -> the ref the unit waits for (its bytes, or None: in the storage)
+        if dataset_defaults(p.spec.dataset).train_original:
+            if orig.name not in origs and (origs.setdefault(orig.name, _have(ray, storage, orig))) is False:
+                origs[orig.name] = original.remote(p.spec, s, plan.methods, orig.name, dev, threads, storage); trains[origs[orig.name]] = orig
+            need[orig.name] = origs[orig.name]
+        if (g := _have(ray, storage, gold)) is not False: need[gold.name] = g
+        mine = {p.ident(m, s) for m in plan.methods} & done
+        units[unit.remote(p.spec, s, plan.methods, mine, dev, threads, storage, list(need), *need.values())] = (i, s)
+    prog, pending = GridProgress(plan.rows), [*trains, *units]
     while pending:
         ready, pending = ray.wait(pending, num_returns=1, timeout=poll_s)
         for r in ready:
-            i, s, n = refs[r]; ray.get(r)   # re-raises a failed unit's error here
-            if progress: prog.step(f"{plan.preps[i].name} seed {s}: {n} rows (Ray)", n)
+            if r in trains:                     # an f_orig: its units already have it; the driver keeps a copy
+                if (blob := ray.get(r)) is not None: _keep(trains[r], blob)
+                continue
+            (i, s), out = units[r], ray.get(r)  # re-raises a failed unit's error here
+            for name, blob in out['checkpoints'].items(): _keep(store.checkpoints/name, blob)
+            for ident, record, arrays in out['records']: store.write_record(ident, record, arrays)
+            for row in out['rows']:
+                if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is kept"); continue
+                if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row['method']} (Ray node {out['node']})")
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
@@ -169,7 +225,7 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
              skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
-             **options               # the executor's options, e.g. device, progress, ray_address, num_cpus
+             **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)

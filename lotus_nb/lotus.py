@@ -10,7 +10,7 @@ from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .training import accuracy_of, train_epoch, model_device, fast_enabled, graphable
-from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
+from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
                               make_optimizer, with_tags, num_classes_of)
 
 # %% auto #0
@@ -76,6 +76,8 @@ class LotusConfig(MethodConfig):
     legacy_stop: bool = False       # the public code's rounding and early stop
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=1e-6)}
     class_defaults: ClassVar[dict] = dict(class_unlearning=True, alpha=32.)
+    search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True),    # ViT's 1e-6 to well above ResNet18's 1e-4
+                                        epochs=Range(1, 20), alpha=Range(0.5, 32., log=True)) # the paper searched alpha in {2, 4, 8, 16}
 
 # %% ../nbs/05_lotus.ipynb #23e1e96b
 @register_method('lotus', LotusConfig, display='LoTUS', order=10)

@@ -5,8 +5,9 @@
 # %% ../nbs/18_lotus_salun.ipynb #9f8846c1
 from __future__ import annotations
 from dataclasses import dataclass
+from typing import ClassVar
 import torch.nn as nn
-from .methods import UnlearnTask, Unlearned, register_method
+from .methods import Range, UnlearnTask, Unlearned, register_method
 from .lotus import LotusConfig, lotus
 from .salun import with_saliency
 
@@ -18,6 +19,7 @@ __all__ = ['LotusSalunConfig', 'lotus_salun']
 class LotusSalunConfig(LotusConfig):
     "LoTUS's hyperparameters (AdamW, lr 1e-4, weight decay 5e-4, `alpha` 2) plus SalUn's mask fraction, 0.1 as the LoTUS authors ran it"
     mask_fraction: float = 0.1      # k of saliency_mask: fraction of weights left trainable (salun_class.py:86); SalUn's own 0.5: an override
+    search_space: ClassVar[dict] = {**LotusConfig.search_space, 'mask_fraction': Range(0.05, 0.9)}  # LoTUS's, and SalUn's k
 
 @register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn', order=11)
 def lotus_salun(original:nn.Module,     # f_orig: teacher, student's start, and where the mask is computed (unchanged)

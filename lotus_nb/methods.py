@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from .data import check_choice, check_fraction, check_seed
-from .loaders import as_split
+from .loaders import as_split, MemorySplit
 from .training import Timer, set_seed, model_device, autocast
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
+__all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
            'method_config', 'method_role', 'is_reference', 'role_method', 'display_name', 'ordered_methods',
            'Unlearned', 'unlearn', 'student_of', 'frozen', 'make_optimizer', 'with_tags', 'num_classes_of', 'demo_task',
            'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
@@ -40,12 +40,30 @@ class UnlearnTask:
         check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed)
         if len(self.forget) == 0: raise ValueError("the forget set is empty")
         if self.retain_sub is not None: self.retain_sub = as_split(self.retain_sub)
+    def on(self, device, # where the model is
+          ):
+        "A copy of the task whose in-memory tensor splits (a user's TensorDatasets: `MemorySplit`) are on `device`, moved once"
+        mv = lambda s: s.to(device) if isinstance(s, MemorySplit) else s
+        return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub))
     def retain_subset(self):
         "The seeded, stratified `retain_pct` of $D_r$, drawn on first use"
         if self.retain_sub is None: self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
         return self.retain_sub
 
 # %% ../nbs/04_methods.ipynb #4250e6f3
+@dataclass(frozen=True)
+class Range:
+    "A hyperparameter's search range for tuning: integers when `low` and `high` are both ints, log-uniform with `log`"
+    low: float          # the smallest value
+    high: float         # the largest value
+    log: bool = False   # sample on a log scale (learning rates, thresholds); needs low > 0
+    def __post_init__(self):
+        if not self.low < self.high: raise ValueError(f"a Range needs low < high, got {self.low!r}, {self.high!r}")
+        if self.log and self.low <= 0: raise ValueError(f"a log-scale Range needs low > 0, got {self.low!r}")
+    @property
+    def integer(self) -> bool: return isinstance(self.low, int) and isinstance(self.high, int)
+    def __contains__(self, v): return self.low <= v <= self.high
+
 @dataclass
 class MethodConfig:
     "Hyperparameters shared by all methods"
@@ -57,6 +75,7 @@ class MethodConfig:
     weight_decay: float = 5e-4 # L2 penalty of the optimiser (decoupled for AdamW)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32)}
     class_defaults: ClassVar[dict] = {}
+    search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.tuner searches
 
 METHODS = {}
 ROLES = ('original', 'gold', 'method')   # the two references (compared with, never ranked), then the unlearning methods
@@ -150,7 +169,7 @@ def unlearn(name:str,              # a registered method (see list_methods())
         bad = set(overrides) - {f.name for f in dataclasses.fields(cfg)}
         if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}")
         cfg = dataclasses.replace(cfg, **overrides)
-    task = dataclasses.replace(task)
+    task = task.on(model_device(original))   # a copy; a user's in-memory tensors moved to the model's device once
     with Timer(model_device(original)) as t:
         set_seed(task.seed)
         out = f(original, task, cfg, progress)

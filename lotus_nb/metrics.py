@@ -253,7 +253,7 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              batch_size:int=1024,       # images per forward pass
              legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
              return_entropies:bool=False, # also return each split's per-sample output entropies
-             defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see `resolve`)
+             defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see resolve)
             ) -> dict:
     "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD (needs orig), ZRF (needs rand), and the registered ones"
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')

@@ -5,10 +5,11 @@
 # %% ../nbs/11_neggrad.ipynb #12104a15
 from __future__ import annotations
 from dataclasses import dataclass
+from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .training import train_epoch, model_device, graphable
-from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer, cycle)
+from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer, cycle)
 
 # %% auto #0
 __all__ = ['neggrad_loss', 'NegGradConfig', 'neggrad_plus']
@@ -32,11 +33,8 @@ def neggrad_loss(model:nn.Module,    # the student being unlearned (its device r
 @dataclass
 class NegGradConfig(MethodConfig):
     "NegGrad+: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); `beta` = 0.95"
-    optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
-    lr: float = 1e-3           # learning rate
-    momentum: float = 0.9      # SGD momentum
-    weight_decay: float = 5e-4 # L2 penalty of the optimiser
     beta: float = 0.95   # retain weight; the authors' large-scale (privacy) experiments used 0.9999
+    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), beta=Range(0.5, 0.9999))
 
 @register_method('neggrad_plus', NegGradConfig, display='NegGrad+', order=3)
 def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchanged)

@@ -5,11 +5,12 @@
 # %% ../nbs/12_random_label.ipynb #26e000b1
 from __future__ import annotations
 from dataclasses import dataclass
+from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .data import check_choice
 from .training import train_epoch, graphable, ce_loss
-from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
+from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               with_tags, num_classes_of)
 
 # %% auto #0
@@ -46,11 +47,8 @@ def random_label_loss(model:nn.Module,   # the student being unlearned
 @dataclass
 class RandomLabelConfig(MethodConfig):
     "Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); each epoch a relabelled forget pass, then a retain pass"
-    optimizer: str = 'sgd'     # plain SGD, as in Table tab:hyperparams
-    lr: float = 1e-3           # learning rate
-    momentum: float = 0.9      # SGD momentum
-    weight_decay: float = 5e-4 # L2 penalty of the optimiser
     passes: str = 'sequential' # 'sequential': forget pass then retain pass (the LoTUS authors' code); 'shuffled': both sets mixed
+    search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))
 
 @register_method('random_label', RandomLabelConfig, display='RndLbl', order=4)
 def random_label(original:nn.Module,      # f_orig: the starting point (left unchanged)

@@ -11,7 +11,7 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from .data import check_fraction
 from .loaders import as_split
-from .methods import UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
+from .methods import Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
 from .random_label import RandomLabelConfig, random_label
 
 # %% auto #0
@@ -55,6 +55,7 @@ class SalunConfig(RandomLabelConfig):
     "SalUn as the LoTUS authors ran it: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4, the top 10% of weights trainable (salun_class.py)"
     lr: float = 1e-3             # of the masked Random Labeling (salun_class.py:139); Table tab:hyperparams' 0.1: an override
     mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
+    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), mask_fraction=Range(0.05, 0.9))  # Table tab:hyperparams' 0.1 inside
 
 @register_method('salun', SalunConfig, display='SalUn', order=9)
 def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)

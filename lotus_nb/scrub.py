@@ -6,10 +6,11 @@
 from __future__ import annotations
 import copy, math
 from dataclasses import dataclass
+from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .training import train_epoch, accuracy_of, graphable, set_lr
-from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, frozen,
+from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, frozen,
                               make_optimizer, kl_to_targets)
 
 # %% auto #0
@@ -81,6 +82,7 @@ class ScrubConfig(MethodConfig):
     milestone_budget: int = 5      # ...for their 5 epochs, scaled to epochs
     lr_decay: float = 0.1          # factor at each milestone
     rewind: bool = False           # SCRUB+R: return the epoch whose forget error is closest to the held-out error
+    search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-2, log=True), epochs=Range(1, 20), msteps=Range(1, 10))  # msteps: the max steps
 
 @register_method('scrub', ScrubConfig, display='SCRUB', order=6)
 def scrub(original:nn.Module,  # $f_{orig}$: the frozen teacher and the student's start (left unchanged)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .methods import MethodConfig, UnlearnTask, Unlearned, register_method, student_of, grad_sums
+from .methods import MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums
 
 # %% auto #0
 __all__ = ['importances', 'dampen_', 'SSDConfig', 'ssd']
@@ -55,6 +55,7 @@ class SSDConfig(MethodConfig):
     alpha: float = 10.         # selection threshold: I_f > alpha * I_D
     lam: float = 1.            # dampening constant $\lambda$
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}   # reproduce_results.sh: ViT runs at batch 32
+    search_space: ClassVar[dict] = dict(alpha=Range(1., 50., log=True), lam=Range(0.1, 10., log=True))  # one shot: no lr, no epochs
 
 @register_method('ssd', SSDConfig, display='SSD', order=7)
 def ssd(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is dampened)

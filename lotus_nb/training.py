@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .data import check_choice
-from .loaders import as_split
+from .loaders import as_split, MemorySplit
 from .store import atomic_write
 
 log = logging.getLogger('lotus_nb')
@@ -19,8 +19,8 @@ log = logging.getLogger('lotus_nb')
 __all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'CACHE_VERSION', 'get_device', 'set_seed', 'autocast',
            'model_device', 'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr',
            'device_batches', 'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable',
-           'StepGraph', 'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'fit', 'cache_key',
-           'save_checkpoint', 'load_checkpoint', 'train_cached']
+           'StepGraph', 'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'recipe_from', 'fit',
+           'cache_key', 'save_checkpoint', 'load_checkpoint', 'train_cached']
 
 # %% ../nbs/03_training.ipynb #d98ee362
 def get_device(device:str='auto', # 'cpu', 'cuda', 'cuda:N', or 'auto': CUDA when available, else the CPU
@@ -173,7 +173,9 @@ def predict(model:nn.Module,     # run in eval mode; its previous mode is restor
             ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device
     "Logits (float32) and labels of `model` over `split`, in eval mode, on the model's device"
     was_training, dev = model.training, model_device(model)
-    fast = fast_enabled(dev); batches = as_split(split).loader(batch_size)
+    split = as_split(split)
+    if isinstance(split, MemorySplit) and split.x.device != dev: split = split.to(dev)   # a user's tensors: moved once, not per batch
+    fast = fast_enabled(dev); batches = split.loader(batch_size)
     model.eval(); logits, ys = [], []
     try:
         with cudnn_benchmark(dev, fast):
@@ -266,7 +268,12 @@ class StepGraph:
             for s, t in zip(self.static, inputs): s.copy_(t, non_blocking=True)
         FAST_STATS['graph_steps'] += 1
         return self._replay(opt, device)
-    def _eager(self, batch, opt, device):
+    def eager(self, batch, # a list of tensors on the device
+              opt,         # the optimiser
+              device):     # the model's device
+        "An eager step on the graph's own stream, where the warm-up ran and the capture runs: a batch of another shape, or after a failed capture"
+        FAST_STATS['eager_steps'] += 1; return self._eager(batch, opt, device)
+    def _eager(self, batch, opt, device):   # on the capture stream: the parameters' AccumulateGrad nodes (kept alive by the captured loss) see one stream
         if self.emulate: return train_step(self.model, batch, self.loss_fn, opt, self.hook, device)
         main = torch.cuda.current_stream(device); self.stream.wait_stream(main)
         with torch.cuda.stream(self.stream): loss = train_step(self.model, batch, self.loss_fn, opt, self.hook, device)
@@ -333,7 +340,8 @@ def train_epoch(model:nn.Module,     # trained in place, put in train mode
                           disable=not progress, desc=desc, leave=False):
             batch = [b.to(dev, non_blocking=True) for b in batch]
             loss = graph.step(batch, opt, dev) if graph is not None else None
-            if loss is None:
+            if loss is None and graph is not None: loss = graph.eager(batch, opt, dev)   # the graph's stream, never the main one
+            elif loss is None:
                 loss = train_step(model, batch, loss_fn, opt, grad_hook, dev)
                 FAST_STATS['eager_steps' if fast else 'plain_steps'] += 1
             if sched is not None: sched.step()
@@ -368,6 +376,25 @@ def warmup_cosine(opt,                 # its learning rates are scaled by the sc
         if step < warm: return (step+1)/warm
         return 0.5*(1 + math.cos(math.pi*(step-warm)/max(1, total-warm)))
     return torch.optim.lr_scheduler.LambdaLR(opt, f)
+
+# %% ../nbs/03_training.ipynb #279fd89a
+def recipe_from(over,              # a dict of Recipe fields to change, a Recipe (returned as is), or None (the base)
+                base:Recipe=None   # the recipe that over changes; None: Recipe()
+               ) -> Recipe:
+    "`base` with the fields of `over` replaced; unknown fields and values of the wrong kind are refused, naming the valid ones"
+    import dataclasses
+    base = base or Recipe()
+    if over is None or isinstance(over, Recipe): return over or base
+    if not isinstance(over, dict): raise ValueError(f"a recipe is a dict of Recipe fields, got {over!r}")
+    fields = {f.name: f for f in dataclasses.fields(Recipe)}
+    if bad := sorted(set(over) - set(fields)):
+        raise ValueError(f"unknown recipe field(s) {', '.join(map(str, bad))}; valid fields: {', '.join(fields)}")
+    for k, v in over.items():
+        ok = (v is None and k == 'patience') or (not isinstance(v, bool) and isinstance(v, int if fields[k].type in ('int', int) else (int, float)))
+        if not ok or (v is not None and v < 0) or (k in ('epochs', 'batch_size') and v < 1):
+            raise ValueError(f"recipe field {k} must be a {'positive ' if k in ('epochs', 'batch_size') else 'non-negative '}{fields[k].type}"
+                             f"{' or None' if k == 'patience' else ''}, got {v!r}")
+    return dataclasses.replace(base, **over)
 
 # %% ../nbs/03_training.ipynb #d11564b7
 def fit(model:nn.Module,     # trained in place; on return, its best-validation weights when early stopping ran

@@ -10,9 +10,9 @@ from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.data import Subset
 from tqdm.auto import tqdm
-from .loaders import TensorSplit, DatasetSplit
+from .loaders import IndexSplit, DatasetSplit
 from .training import train_epoch, ce_loss, autocast, model_device
-from .methods import (MethodConfig, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
+from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               num_classes_of)
 
 # %% auto #0
@@ -89,7 +89,7 @@ def per_class_subset(split,     # the set to sample from, usually $D_r$
     if np.bincount(y).max() <= cap: return split
     rng = np.random.RandomState(seed)
     keep = np.sort(np.concatenate([rng.permutation(np.flatnonzero(y == c))[:cap] for c in np.unique(y)]))
-    if isinstance(split, TensorSplit): return dataclasses.replace(split, idx=split.idx[keep])
+    if isinstance(split, IndexSplit): return split.with_idx(split.idx[keep])   # ours in memory or on disk, a user's tensors
     return DatasetSplit(Subset(split.dataset, keep.tolist()), split.num_workers)
 
 # %% ../nbs/16_unsir.ipynb #0341afb4
@@ -106,6 +106,7 @@ class UNSIRConfig(MethodConfig):
     noise_lr: float = 0.01     # Adam's learning rate on the noise
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=16)}
+    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), noise_lr=Range(1e-3, 1., log=True))
 
 @register_method('unsir', UNSIRConfig, display='UNSIR', order=8)
 def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)

@@ -1,7 +1,7 @@
-"The grid on Ray (a local instance on 2 CPUs) writes the same rows as the local executor, and papermill passes the executor"
+"The grid on Ray (a local instance on 2 CPUs) writes the same rows as the local executor under the default environment (the package sets the threads), and papermill passes the executor"
 import pandas as pd
 import pytest, torch
-from conftest import papermill, read_rows, show
+from conftest import papermill, read_rows, show, outputs
 from lotus_nb.experiment import BenchmarkSpec
 from lotus_nb.store import METRICS, KEY
 from lotus_nb.grid import run_grid
@@ -21,14 +21,17 @@ def ray_local():
     ray.shutdown()
 
 def test_ray_equals_local(tmp_path, ray_local):
-    torch.set_num_threads(1)                    # Ray's workers run one thread each: same arithmetic
+    torch.set_num_threads(2)                    # whatever this process had: each unit runs with the grid's `threads` (1)
     run_grid(SPECS, out_dir=tmp_path/'local', **ARGS)
     res = run_grid(SPECS, out_dir=tmp_path/'ray', executor='ray', **ARGS)
     a, b = sorted_rows(tmp_path/'local'/'results.csv'), sorted_rows(tmp_path/'ray'/'results.csv')
     assert len(a) == len(b) == 16
     cols = [c for c in METRICS if c != 'time_min']
     pd.testing.assert_frame_equal(a[KEY + cols], b[KEY + cols], check_exact=False, rtol=1e-9, atol=1e-12)
-    assert len(list((tmp_path/'ray'/'checkpoints').glob('orig_*.pt'))) == 2, "each f_orig trained once"
+    assert set(a.threads) == set(b.threads) == {1}, "the package set the threads of every unit"
+    assert torch.get_num_threads() == 2, "and gave this process its own back"
+    assert len(list((tmp_path/'ray'/'checkpoints').glob('orig_*.pt'))) == 2, "each f_orig trained once, kept by the driver"
+    assert len(list((tmp_path/'ray'/'checkpoints').glob('gold_*.pt'))) == 4
     assert {b.name for b in res.values()} == {'digits_resnet18_tiny_forget10', 'digits_resnet18_tiny_class3'}
     # a second Ray run finds every row and runs nothing
     before = (tmp_path/'ray'/'results.csv').read_bytes()
@@ -63,3 +66,45 @@ def test_figures_read_their_own_benchmarks_records(tmp_path):
     assert sizes[1] > 4*sizes[0], sizes
     a, b = (find_benchmark(res, s) for s in specs)
     assert a.plotted['tau_trace'] != b.plotted['tau_trace'] and a.figures['entropy'] != b.figures['entropy']
+
+def test_ray_storage_folder(tmp_path, ray_local):
+    "With `storage` a folder (a disk every node mounts), the checkpoints live there, not in out_dir, and a second grid of another forget set reuses the f_orig"
+    spec, shared = BenchmarkSpec('digits', 'resnet18_tiny', 0.1, train_epochs=2), tmp_path/'shared'
+    args = dict(seeds=[1], methods=['original', 'gold', 'lotus'], progress=False, write=False)
+    run_grid([spec], out_dir=tmp_path/'local', **args)
+    run_grid([spec], out_dir=tmp_path/'ray', executor='ray', storage=str(shared), **args)
+    a, b = sorted_rows(tmp_path/'local'/'results.csv'), sorted_rows(tmp_path/'ray'/'results.csv')
+    cols = [c for c in METRICS if c != 'time_min']
+    pd.testing.assert_frame_equal(a[KEY + cols], b[KEY + cols], check_exact=False, rtol=1e-9, atol=1e-12)
+    assert sorted(p.name.split('_')[0] for p in shared.glob('*.pt')) == ['gold', 'orig']
+    assert not (tmp_path/'ray'/'checkpoints').exists(), "nothing went through the driver"
+    orig = next(shared.glob('orig_*.pt')); mtime = orig.stat().st_mtime_ns
+    run_grid([BenchmarkSpec('digits', 'resnet18_tiny', forget_class=3, train_epochs=2)], out_dir=tmp_path/'ray', executor='ray', storage=str(shared), **args)
+    assert orig.stat().st_mtime_ns == mtime and len(list(shared.glob('gold_*.pt'))) == 2, "the f_orig was read from the storage, not trained again"
+
+def test_papermill_dry_run_and_recipe(tmp_path):
+    "-p dry_run true prints the plan, the data and the estimate and trains nothing; a recipe changes the benchmark, an unknown field is refused"
+    res = papermill(tmp_path/'dry.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5, 6]', '-y', 'methods: [original, gold, lotus]',
+                    '-p', 'out_dir', tmp_path/'res', '-p', 'dry_run', 'true', '-p', 'device', 'cpu')
+    assert res.returncode == 0, show(res)
+    text = outputs(tmp_path/'dry.ipynb')
+    assert 'DRY RUN' in text and '6 row(s) still to run' in text and 'device-hours' in text and 'digits (default): present' in text, text[-3000:]
+    assert not (tmp_path/'res'/'results.csv').exists() and not (tmp_path/'res'/'checkpoints').exists()
+    res = papermill(tmp_path/'r.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-y', 'methods: [original, gold]',
+                    '-p', 'out_dir', tmp_path/'res', '-y', 'recipe: {epochs: 2, batch_size: 64, lr: 0.05}')
+    assert res.returncode == 0, show(res)
+    from lotus_nb.training import load_checkpoint
+    hist = [load_checkpoint(p)['meta']['history'] for p in (tmp_path/'res'/'checkpoints').glob('*.pt')]
+    assert len(hist) == 2 and all(len(h) <= 2 for h in hist), [len(h) for h in hist]   # at most the recipe's 2 epochs
+    res = papermill(tmp_path/'bad.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-p', 'out_dir', tmp_path/'res2', '-y', 'recipe: {epoch: 2}')
+    assert res.returncode != 0 and 'valid fields: epochs, batch_size' in res.stdout, show(res)
+
+def test_paper_dry_run(tmp_path):
+    "paper.ipynb -p dry_run true previews every grid of the paper (its tables and the notebooks it runs), writes nothing, runs no notebook"
+    from conftest import run_nb
+    res = run_nb('paper', tmp_path/'p.ipynb', '-p', 'scale', 'embedded', '-y', 'datasets: [digits]', '-y', 'seeds: [1]', '-p', 'dry_run', 'true',
+                 '-p', 'out_dir', tmp_path/'out', '-p', 'device', 'cpu')
+    assert res.returncode == 0, show(res)
+    text = outputs(tmp_path/'p.ipynb')
+    for s in ['DRY RUN', 'main tables:', 'ablation: alpha:', 'device-hours', 'digits (default): present']: assert s in text, (s, text[-3000:])
+    assert not (tmp_path/'out').exists(), "a dry run writes nothing"

@@ -18,7 +18,7 @@ import refresh_outputs as ro
 # nbdev_test (tests/test_notebooks.py), but not compared here.
 CHEAP = {'00_theory': 20, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_formats_cifar': 5, '01h_mufac': 6, '04_methods': 7, '06_metrics': 10, '07_report': 7, '07a_store': 6,
          '09_gold': 10, '10_finetune': 9, '13_bad_teacher': 11, '14_scrub': 11, '15_ssd': 10, '19_deviations': 5,
-         '19a_catalog': 5, '22_paper_tables': 7, '23_gradcam': 8, '24_hashing': 8, '26_ablation_study': 10,
+         '19a_catalog': 5, '20a_cluster': 10, '22_paper_tables': 7, '23_gradcam': 8, '24_hashing': 8, '26_ablation_study': 10,
          '27_published': 6}
 
 # ---------------------------------------------------------------- the chapters' stored outputs are fresh
