@@ -1,6 +1,7 @@
 """lotus_nb.tuner (issue 19): every method's search space is valid, a study killed with SIGKILL resumes without losing or
 redoing a finished trial, the validation forget set never overlaps a reported one, the tuned settings reach a benchmark,
-and nbs/tuning.ipynb runs end to end under papermill."""
+a clearly bad trial is pruned at its rung of reduced epochs (also when trials run two at a time), and nbs/tuning.ipynb runs
+end to end under papermill."""
 import json, os, signal, subprocess, sys, time
 import numpy as np
 import pandas as pd
@@ -118,7 +119,8 @@ def test_killed_study_resumes(tmp_path):
     killed = after[before[-1][0]]
     assert killed[1] == TrialState.FAIL and killed[4].get('interrupted') is True, killed
     assert counted(st)[0] == target and st.user_attrs['stopped'] == 'trials'
-    assert sum(t[1] == TrialState.COMPLETE for t in after) == target, after
+    assert sum(t[1] in (TrialState.COMPLETE, TrialState.PRUNED) for t in after) == target, after   # pruned trials count too
+    assert st.user_attrs['prune'] is True and st.user_attrs['pruned'] == sum(t[1] == TrialState.PRUNED for t in after)
     # every finished trial has its row in the trials store, on the validation seed, and its value is that row's Avg Gap
     rows = read_rows(out/'trials'/'results.csv')
     assert set(rows.seed) == {0} and set(rows.method) == {'lotus'}
@@ -159,7 +161,7 @@ def test_papermill_tuning(tmp_path):
     t = pd.read_csv(res/'tables'/'tuned.csv', index_col=0)
     assert {'LoTUS', 'SSD'} <= set(t.columns)
     assert list(t.index[:2]) == ["Avg Gap, paper's settings", 'Avg Gap, tuned']
-    assert t.loc['Trials', 'SSD'] == '3 of 3'
+    assert t.loc['Trials', 'SSD'] == '3 of 3' and str(t.loc['Pruned', 'SSD']) == '0'   # one shot: never pruned
     for f in ('tuning_history', 'tuning_importances'): assert (res/'figures'/f'{f}.png').stat().st_size > 1000
     rows = read_rows(res/'results.csv')
     assert sorted(set(rows.seed)) == [13, 3407] and set(rows.method) == {'gold', 'lotus', 'ssd'}
@@ -183,3 +185,29 @@ def test_trials_on_ray(tmp_path):
     rows = read_rows(tmp_path/'t'/'trials'/'results.csv')
     assert len(rows) == 4 and set(rows.seed) == {0}
     assert sorted(rows.avg_gap) == pytest.approx(sorted(t.value for t in st.trials), abs=1e-12)
+
+def test_pruning_in_parallel_rounds(tmp_path):
+    """Trials asked two at a time run their rungs as one grid: in the second round the bad one (Random Label at lr 0.1, which
+    wrecks the model) is pruned at its rung of 2 epochs while the good one beside it goes on to its 5; with prune=False the
+    same points run once each"""
+    pts = [dict(lr=1e-4, epochs=6), dict(lr=1e-2, epochs=6), dict(lr=0.1, epochs=6), dict(lr=1e-4, epochs=5)]
+    spec = BenchmarkSpec('digits', 'resnet18_tiny')
+    def study(out, prune):
+        out.mkdir()
+        q = optuna.create_study(storage=storage_url(out), study_name='random_label', direction='minimize')
+        for p in pts: q.enqueue_trial(p)
+        return tune(spec, 'random_label', trials=4, budget_s=1e6, out_dir=out, parallel=2, prune=prune, prune_startup=2,
+                    cache_dir=tmp_path/'ckpt', device='cpu', progress=False)
+    st = study(tmp_path/'pruned', True)
+    assert [t.params for t in st.trials] == pts, [(t.params, t.intermediate_values) for t in st.trials]
+    assert [t.state for t in st.trials] == [TrialState.COMPLETE]*2 + [TrialState.PRUNED, TrialState.COMPLETE], [(t.state, t.intermediate_values) for t in st.trials]
+    assert [list(t.intermediate_values) for t in st.trials] == [[2]]*4
+    assert st.trials[2].intermediate_values[2] > 0.5 and st.user_attrs['pruned'] == 1 and counted(st)[0] == 4
+    # rows: two runs for each of the first two, one for the pruned one; the last one's rung (lr 1e-4, 2 epochs) is trial 0's, already stored
+    assert len(read_rows(tmp_path/'pruned'/'trials'/'results.csv')) == 2*2 + 1 + 1
+    assert st.trials[3].intermediate_values == st.trials[0].intermediate_values
+    off = study(tmp_path/'full', False)
+    assert all(t.state == TrialState.COMPLETE and t.intermediate_values == {} for t in off.trials) and off.user_attrs['pruned'] == 0
+    assert len(read_rows(tmp_path/'full'/'trials'/'results.csv')) == 4
+    # a full run is the same run with or without pruning: same value for the points both completed
+    assert [t.value for t in off.trials[:2]] == pytest.approx([t.value for t in st.trials[:2]], abs=1e-12)
