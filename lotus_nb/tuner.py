@@ -136,7 +136,7 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
          prune_startup:int=5,      # completed trials before any trial is pruned
          **options                 # the executor's options: device, progress, ray_address, num_cpus
         ) -> optuna.Study:
-    "Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds"
+    "Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds; `prune`: by rungs of epochs"
     space, vspec = search_space(method), validation_spec(spec, seeds, val_seed)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1: raise ValueError(f"trials must be a positive integer, got {trials!r}")
     if not budget_s > 0: raise ValueError(f"budget_s must be positive, got {budget_s!r}")
