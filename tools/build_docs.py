@@ -79,8 +79,11 @@ def execute_and_process(src:str, dst:str, execute:bool=True, timeout:int|None=No
     cwd, in_test = os.getcwd(), os.environ.get('IN_TEST')
     os.chdir(ROOT)                                  # nbdev finds settings.ini (and _modidx's doc links) from here
     os.environ['IN_TEST'] = '1'                     # as under nbdev_test: the notebooks' fast paths
-    try: return _execute_and_process(src, dst, execute, timeout)
+    import torch
+    threads = torch.get_num_threads(); torch.set_num_threads(1)   # as refresh_outputs and the tests run the chapters (OMP_NUM_THREADS=1):
+    try: return _execute_and_process(src, dst, execute, timeout)  # a chapter's checks are made at one thread, whatever the machine's default
     finally:                                        # called in-process (tests): leave no trace (IN_TEST stops nbdev_export)
+        torch.set_num_threads(threads)
         os.chdir(cwd)
         if in_test is None: os.environ.pop('IN_TEST', None)
         else: os.environ['IN_TEST'] = in_test
