@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cuda --json gpu_speed.json   # paper shape, one GPU, about 4-5 minutes
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --small                  # the same table with small models, about a minute
+    PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --medium --methods lotus --models resnet18_small   # the CPU's user-path table
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --small --methods all    # every graph-safe method (GRAPHED), about 20 s (CI's smoke run)
     PYTHONPATH=. python benchmarks/gpu_speed.py --device cpu --small --papermill      # and papermill -p dataset digits, fast path off and on
 
@@ -12,9 +13,15 @@ depend on the weights. Every method runs with the fast path off ('plain') and on
 The table, per model and method:
 - time: the whole `unlearn` call (seconds, device synchronised), as `record['time_min']` reports it;
 - samples/s: training samples processed (epochs x samples per epoch) per second of that time;
-- ceiling/s: the bare inner step (teacher forward, student forward and backward, optimiser) replayed from a CUDA graph on batches
-  already on the device, measured in this run (on the CPU: the same step, eager); ratio = samples/s over ceiling/s;
-- MFU: model FLOPs (counted by `torch.utils.flop_counter` on one step) per second over the card's bf16 dense peak;
+- ratio: the time the method's own bare steps take at their ceiling, over its time. A method's steps are of one or more kinds (`work`):
+  Bad Teacher's step runs two teachers, SCRUB's max and min steps one, NegGrad+'s a retain and a forget batch, SalUn's a masked
+  gradient after a gradient pass over D_f. Each kind's ceiling is that step and nothing around it (the method's own loss, optimiser and
+  batch size), replayed from a CUDA graph on batches already on the device, measured in this run (on the CPU: the same step, eager);
+  ceiling/s = samples over that time;
+- steps_ratio and fixed_s (fast path, with --more-epochs): the method rerun with more epochs; steps_ratio = the extra epochs' ceiling
+  time over their measured time (the steps' own pace), fixed_s = the time that pace leaves unexplained (copies, the saliency mask,
+  warm-up, captures, cuDNN's autotuning: paid once per call);
+- MFU: model FLOPs (counted by `torch.utils.flop_counter` on one step of each kind) per second over the card's bf16 dense peak;
 - steps: which path ran the steps (graph replays / warm-up / eager / plain).
 Then `evaluate` (all metrics, reference outputs cached) against one forward pass over the same four splits, and LoTUS against Gold
 retraining: Gold's epoch time measured (on `--gold-frac` of D_r, scaled up) and extrapolated to the recipe's epochs, no early stop.
@@ -56,7 +63,7 @@ def sync(dev):
 class Shape:
     n_train: int; n_held: int; classes: int; img: int; forget_pct: float = 0.1
 
-PAPER, SMALL = Shape(50_000, 10_000, 100, 32), Shape(400, 200, 10, 8)
+PAPER, MEDIUM, SMALL = Shape(50_000, 10_000, 100, 32), Shape(5_000, 1_000, 10, 32), Shape(400, 200, 10, 8)
 
 def synthetic_splits(shape:Shape, dev, size=None, seed=0) -> dict:
     "Random `uint8` images and labels of `shape`, split as the paper's benchmark (forget, retain, retain_sub, val = D_u, test), on `dev`"
@@ -71,76 +78,106 @@ def make_model(name, shape:Shape, dev, seed=0):
     set_seed(seed)
     return to_device(create_model(name, shape.classes, 3, model_input_size(name) or shape.img, pretrained=False), dev).eval()
 
-# ---- the ceiling: the bare inner step, graphed, on batches already on the device --------------------------------------
+# ---- the ceiling: each method's bare inner step, graphed, on batches already on the device --------------------------------
 
-def bare_step(kind, student, teacher, opt, dev, cache=True):
-    "The inner step of `kind` ('lotus': teacher forward, student forward and backward, AdamW; 'ce': cross-entropy, SGD) on static tensors"
+# the methods trained by `train_epoch` with graph-safe steps
+GRAPHED = ('finetune', 'lotus', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'salun')
+
+def work(name, task, cfg, epochs) -> dict:
+    """The bare steps `epochs` epochs of method `name` with `cfg` on `task` are made of: {step kind: samples it processes}.
+    Every kind but 'saliency' trains the student (forward and backward, then the optimiser); 'saliency' is SalUn's gradient pass on D_f"""
+    f, r, bs = len(task.forget), len(task.retain), cfg.batch_size
+    rs = len(task.retain_subset())
+    if name == 'scrub': return {'scrub_max': min(epochs, cfg.msteps)*f, 'scrub_min': epochs*r}   # max passes in the first msteps epochs
+    if name == 'neggrad_plus': return {'neggrad_plus': epochs*(r + math.ceil(r/bs)*f/math.ceil(f/bs))}  # each retain batch with the next forget batch
+    if name == 'salun': return {'saliency': f, 'salun': epochs*f, 'ce': epochs*r}                    # the mask acts on the forget pass only
+    if name == 'random_label': return {'ce': epochs*(f + r)}                                         # wrong labels: a cross-entropy step
+    if name in ('lotus', 'bad_teacher'): return {name: epochs*(f + rs)}
+    return {'ce': epochs*r}
+
+def samples_trained(name, task, cfg, epochs) -> float:
+    "Training samples (forward and backward through the student, then a step) in `epochs` epochs of method `name` with `cfg` on `task`"
+    return sum(n for k, n in work(name, task, cfg, epochs).items() if k != 'saliency')
+
+def bare_step(kind, student, teachers, opt, dev, cfg, mask=None, cache=True):
+    """The inner step of `kind` (see `work`) on static tensors, built from the methods' own losses, with nothing around it:
+    'ce' cross-entropy; 'salun' the same, gradients masked; 'neggrad_plus' a retain and a forget batch; 'lotus' one teacher and LoTUS's
+    loss; 'bad_teacher' two teachers; 'scrub_max' / 'scrub_min' one teacher, -KL / CE + KL; 'saliency' -CE's gradient summed, no step"""
+    from lotus_nb.bad_teacher import bad_teacher_loss
+    from lotus_nb.scrub import scrub_kl
     tau = torch.full((), 1.5, dtype=torch.float64, device=dev)
-    def step(x, y, l, noise):
+    good, bad = teachers
+    def step(x, y, l, noise, xf, yf):
         with autocast(dev, cache):
             if kind == 'lotus':
-                with torch.no_grad(): t = teacher(x)
+                with torch.no_grad(): t = good(x)
                 loss = lotus_loss(student(x), t, l, tau, True, noise)
+            elif kind == 'bad_teacher':
+                with torch.no_grad(): g, b = good(x), bad(x)
+                loss = bad_teacher_loss(student(x), g, b, l, cfg.T)
+            elif kind in ('scrub_max', 'scrub_min'):
+                with torch.no_grad(): t = good(x)
+                s = student(x)
+                loss = -scrub_kl(s, t, cfg.T) if kind == 'scrub_max' else cfg.gamma*F.cross_entropy(s, y) + cfg.alpha*scrub_kl(s, t, cfg.T)
+            elif kind == 'neggrad_plus': loss = cfg.beta*F.cross_entropy(student(x), y) - (1 - cfg.beta)*F.cross_entropy(student(xf), yf)
+            elif kind == 'saliency': loss = -F.cross_entropy(student(x), y)
             else: loss = F.cross_entropy(student(x), y)
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+        if kind == 'saliency': loss.backward(); return loss          # gradients summed over the pass: no step, no zeroing
+        opt.zero_grad(set_to_none=True); loss.backward()
+        if mask is not None: torch._foreach_mul_([p.grad for p in student.parameters()], mask)
+        opt.step()
         return loss
     return step
 
-def ceiling(kind, model, shape:Shape, batch_size, dev, size=None, steps=100, warmup=5, pool=8):
-    "Samples/s of the bare step of `kind` at `batch_size`: replayed from a CUDA graph (eager on the CPU), inputs copied from a pool on the device"
-    student, teacher = reinit_copy(model).train(), reinit_copy(model).eval()
-    for p in teacher.parameters(): p.requires_grad_(False)
-    with fast_path(True):   # fused, capturable, device-tensor lr
-        opt = new_optimizer('adamw', student.parameters(), 1e-4, weight_decay=5e-4) if kind == 'lotus' else \
-              new_optimizer('sgd', student.parameters(), 1e-3, momentum=0.9, weight_decay=5e-4)
-    side = size or shape.img
-    mk = lambda: (torch.randn(batch_size, 3, side, side, device=dev).contiguous(memory_format=torch.channels_last if dev.type == 'cuda' else torch.contiguous_format),
-                  torch.randint(0, shape.classes, (batch_size,), device=dev), torch.rand(batch_size, device=dev) < 0.3,
-                  torch.empty(batch_size, shape.classes, device=dev).exponential_())
+def ceiling(kind, model, shape:Shape, cfg, dev, size=None, steps=100, warmup=5, pool=8):
+    """Samples/s of the bare step of `kind` with the optimiser and batch size of `cfg`: replayed from a CUDA graph (eager on the CPU),
+    inputs copied from a pool on the device"""
+    from lotus_nb.methods import make_optimizer
+    student, good, bad = reinit_copy(model).train(), reinit_copy(model).eval(), reinit_copy(model, 1).eval()
+    for p in [*good.parameters(), *bad.parameters()]: p.requires_grad_(False)
+    with fast_path(True): opt = make_optimizer(student.parameters(), cfg)    # fused, capturable, device-tensor lr
+    mask = [(torch.rand_like(p) < 0.1).float() for p in student.parameters()] if kind == 'salun' else None
+    bs, side = cfg.batch_size, size or shape.img
+    fmt = torch.channels_last if dev.type == 'cuda' else torch.contiguous_format
+    img = lambda: torch.randn(bs, 3, side, side, device=dev).contiguous(memory_format=fmt)
+    mk = lambda: (img(), torch.randint(0, shape.classes, (bs,), device=dev), torch.rand(bs, device=dev) < 0.3,
+                  torch.empty(bs, shape.classes, device=dev).exponential_(), img(), torch.randint(0, shape.classes, (bs,), device=dev))
     batches = [mk() for _ in range(pool)]
     static = [t.clone() for t in batches[0]]
-    step = bare_step(kind, student, teacher, opt, dev, cache=dev.type != 'cuda')
+    per_step = 2*bs if kind == 'neggrad_plus' else bs
+    step = bare_step(kind, student, (good, bad), opt, dev, cfg, mask, cache=dev.type != 'cuda')
     if dev.type != 'cuda':
         for i in range(warmup): step(*batches[i % pool])
         t0 = time.perf_counter()
         for i in range(steps): step(*batches[i % pool])
-        return steps*batch_size/(time.perf_counter() - t0), 'eager (CPU)'
+        return steps*per_step/(time.perf_counter() - t0), 'eager (CPU)'
     s = torch.cuda.Stream(dev); s.wait_stream(torch.cuda.current_stream(dev))
     with torch.cuda.stream(s), torch.backends.cudnn.flags(enabled=True, benchmark=True):
         for i in range(warmup): step(*batches[i % pool])
     torch.cuda.current_stream(dev).wait_stream(s)
-    g = torch.cuda.CUDAGraph(); opt.zero_grad(set_to_none=True)
+    g = torch.cuda.CUDAGraph()
+    if kind != 'saliency': opt.zero_grad(set_to_none=True)
     with torch.backends.cudnn.flags(enabled=True, benchmark=True), torch.cuda.graph(g, stream=s): step(*static)
     def run(n):
         for i in range(n):
             for a, b in zip(static, batches[i % pool]): a.copy_(b, non_blocking=True)
             g.replay()
     run(10); sync(dev); t0 = time.perf_counter(); run(steps); sync(dev)
-    return steps*batch_size/(time.perf_counter() - t0), 'CUDA graph'
+    return steps*per_step/(time.perf_counter() - t0), 'CUDA graph'
 
-def flops_per_sample(kind, model, shape:Shape, dev, size=None, batch=2) -> float:
+def flops_per_sample(kind, model, shape:Shape, cfg, dev, size=None, batch=2) -> float:
     "FLOPs of one bare step of `kind` per sample, counted by `torch.utils.flop_counter` (matmuls and convolutions, forward and backward)"
     from torch.utils.flop_counter import FlopCounterMode
-    student, teacher = reinit_copy(model).train(), reinit_copy(model).eval()
+    student, good, bad = reinit_copy(model).train(), reinit_copy(model).eval(), reinit_copy(model, 1).eval()
     opt = torch.optim.SGD(student.parameters(), lr=0.)
     side = size or shape.img
-    x = torch.randn(batch, 3, side, side, device=dev); y = torch.randint(0, shape.classes, (batch,), device=dev)
-    args = (x, y, torch.ones(batch, dtype=torch.bool, device=dev), torch.empty(batch, shape.classes, device=dev).exponential_())
-    with FlopCounterMode(display=False) as fc: bare_step(kind, student, teacher, opt, dev)(*args)
-    return fc.get_total_flops()/batch
+    img = lambda: torch.randn(batch, 3, side, side, device=dev)
+    lab = lambda: torch.randint(0, shape.classes, (batch,), device=dev)
+    args = (img(), lab(), torch.ones(batch, dtype=torch.bool, device=dev), torch.empty(batch, shape.classes, device=dev).exponential_(), img(), lab())
+    with FlopCounterMode(display=False) as fc: bare_step(kind, student, (good, bad), opt, dev, cfg)(*args)
+    return fc.get_total_flops()/(2*batch if kind == 'neggrad_plus' else batch)
 
 # ---- methods, evaluation, Gold -------------------------------------------------------------------------------------
-
-# the methods trained by `train_epoch` with graph-safe steps, and the training samples one epoch of each processes
-GRAPHED = ('finetune', 'lotus', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'salun')
-
-def samples_trained(name, task, cfg, epochs) -> float:
-    "Training samples (forward and backward through the student) in `epochs` epochs of method `name` with `cfg` on `task`"
-    f, r, bs = len(task.forget), len(task.retain), cfg.batch_size
-    if name == 'scrub': return min(epochs, cfg.msteps)*f + epochs*r             # max passes (D_f) in the first msteps epochs, a min pass (D_r) in each
-    if name == 'neggrad_plus': return epochs*(r + math.ceil(r/bs)*f/math.ceil(f/bs))   # each retain batch with the next forget batch (their mean size)
-    per_epoch = dict(lotus=f + len(task.retain_subset()), bad_teacher=f + len(task.retain_subset()), random_label=f + r, salun=f + r)
-    return epochs*per_epoch.get(name, r)
 
 def run_method(name, f_orig, task, arch, mode, graphs='auto', **overrides) -> dict:
     "One `unlearn` call with the fast path `mode`: its time and the steps each path ran"
@@ -174,6 +211,23 @@ def evaluate_vs_forward(model, ts, mode, repeats=3, with_evaluate=True) -> dict:
             resolve(res)
     return out
 
+class ItemDataset(torch.utils.data.Dataset):
+    "A torchvision-style Dataset: uint8 H x W x C images and int labels, `transform` applied to each item as it is read"
+    def __init__(self, images, labels, transform): self.images, self.targets, self.transform = images, labels, transform
+    def __len__(self): return len(self.targets)
+    def __getitem__(self, i): return self.transform(self.images[i]), self.targets[i]
+
+def generic_datasets(ts, size=None, random_flip=False) -> dict:
+    "The splits as torchvision-style Datasets (ToTensor, Normalize, a Resize to `size`, with `random_flip` a RandomHorizontalFlip too)"
+    from torchvision import transforms as T
+    out = {}
+    for k in ('forget', 'retain', 'unseen', 'test'):
+        sp = ts[k]; ix = torch.as_tensor(sp.idx, device=sp.x.device)
+        ops = [T.ToTensor(), T.Normalize(sp.mean, sp.std)] + ([T.Resize(size, antialias=True)] if size else [])
+        ops += [T.RandomHorizontalFlip()] if random_flip and k != 'test' else []
+        out[k] = ItemDataset(sp.x[ix].permute(0, 2, 3, 1).cpu().numpy(), sp.y[ix].cpu().tolist(), T.Compose(ops))
+    return out
+
 def user_datasets(ts) -> dict:
     "The splits as a practitioner holds them: `TensorDataset`s of normalised float images on the CPU (what the README passes)"
     from torch.utils.data import TensorDataset
@@ -184,24 +238,28 @@ def user_datasets(ts) -> dict:
     return out
 
 def user_paths(name, shape, dev, args) -> list:
-    """LoTUS and evaluate on one model through three inputs: our TensorSplits on the device, the user's TensorDatasets, and those same
-    datasets streamed item by item by a DataLoader (lotus_nb 0.3's path for any Dataset); the fast path on"""
+    """LoTUS and evaluate on one model through the inputs a user has: our TensorSplits on the device; the user's TensorDatasets; a
+    torchvision-style Dataset (read into memory once); the same with a random flip (streamed by a DataLoader with workers); and the
+    TensorDatasets streamed item by item with no workers (lotus_nb 0.3's path for any Dataset). The fast path on."""
     arch, size = model_arch(name), model_input_size(name)
     ts, f_orig = synthetic_splits(shape, dev, size=size), make_model(name, shape, dev)
     ds = user_datasets(ts)
     inputs = {'ours: TensorSplit on the device': {k: ts[k] for k in ds},
               "user's TensorDataset (MemorySplit)": ds,
+              'torchvision-style Dataset (read into memory)': generic_datasets(ts, size),
+              'the same with RandomHorizontalFlip (streamed)': generic_datasets(ts, size, random_flip=True),
               'TensorDataset streamed per item (0.3)': {k: DatasetSplit(v) for k, v in ds.items()}}
     over = dict(epochs=args.lotus_epochs) if args.lotus_epochs else {}
     out = []
     for label, sp in inputs.items():
-        task = UnlearnTask(sp['forget'], sp['retain'], sp['unseen'], seed=0, num_classes=shape.classes)
-        r = run_method('lotus', f_orig, task, arch, True, **over)
+        t0 = time.perf_counter()       # the task reads the user's data (into memory, or a stream's labels): part of the user's time
+        task = UnlearnTask(sp['forget'], sp['retain'], sp['unseen'], seed=0, num_classes=shape.classes); read = time.perf_counter() - t0
+        r = run_method('lotus', f_orig, task, arch, True, **over); r['time_s'] += read
         ref = reference_outputs(sp['forget'], sp['unseen'], f_orig, f_orig, reinit_copy(f_orig))
         with fast_path(True):
             sync(dev); t0 = time.perf_counter()
             evaluate(f_orig, sp['forget'], sp['retain'], sp['test'], sp['unseen'], ref=ref); sync(dev)
-        out.append(dict(model=name, input=label, lotus_s=r['time_s'], evaluate_s=time.perf_counter() - t0))
+        out.append(dict(model=name, input=label, read_s=read, lotus_s=r['time_s'], evaluate_s=time.perf_counter() - t0))
         print(f"  {name} user path, {label}: LoTUS {r['time_s']:.2f} s, evaluate {out[-1]['evaluate_s']:.2f} s", flush=True)
     for o in out: o.update(lotus_vs_ours=o['lotus_s']/out[0]['lotus_s'], evaluate_vs_ours=o['evaluate_s']/out[0]['evaluate_s'])
     return out
@@ -253,27 +311,42 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
     # on the CPU, also the fast path with emulated graphs (the graph bookkeeping, replays run eagerly), on the first model
     paths = [('plain', False, 'auto'), ('fast', True, 'auto')] + ([('fast-emulated', True, 'emulate')] if dev.type != 'cuda' and first else [])
     rows, ceil, flops = [], {}, {}
+    def ceiling_time(cfg, w) -> float:   # seconds the bare steps of work `w` take at their ceilings (measured on first use)
+        for kind in w:
+            key = (kind, cfg.optimizer, cfg.batch_size)
+            if key not in ceil:
+                ceil[key] = ceiling(kind, f_orig, shape, cfg, dev, size, steps=args.ceiling_steps, warmup=5 if dev.type == 'cuda' else 1)
+                flops[key] = flops_per_sample(kind, f_orig, shape, cfg, dev, size)
+                print(f"  {name} ceiling {kind} ({cfg.optimizer}, batch {cfg.batch_size}, {ceil[key][1]}): {ceil[key][0]:,.0f} samples/s", flush=True)
+        return sum(n/ceil[(k, cfg.optimizer, cfg.batch_size)][0] for k, n in w.items())
     for m in methods:
         cfg = method_config(m, arch)
-        kind = 'lotus' if m == 'lotus' else 'ce'
-        if kind not in ceil:
-            ceil[kind] = ceiling(kind, f_orig, shape, cfg.batch_size, dev, size, steps=args.ceiling_steps, warmup=5 if dev.type == 'cuda' else 1)
-            print(f"  {name} ceiling {kind} (batch {cfg.batch_size}, {ceil[kind][1]}): {ceil[kind][0]:,.0f} samples/s", flush=True)
-            flops[kind] = flops_per_sample(kind, f_orig, shape, dev, size)
         over = dict(epochs=args.lotus_epochs) if m == 'lotus' and args.lotus_epochs else {} if m == 'lotus' else dict(epochs=args.ft_epochs)
         t0, run_cfg = task(), dataclasses.replace(cfg, **over)
         for path, mode, graphs in paths:
             r = run_method(m, f_orig, task(), arch, mode, graphs, **over)
-            n = samples_trained(m, t0, run_cfg, r['epochs_run']); sps = n/r['time_s']
-            rows.append(dict(model=name, method=m, path=path, time_s=r['time_s'], cpu_s=r['cpu_s'], samples=n, samples_s=sps,
-                             ceiling_s=ceil[kind][0], ratio=sps/ceil[kind][0],
-                             mfu=(sps*flops[kind]/info['peak']) if info.get('peak') else float('nan'),
-                             steps=r['steps'], captures=r['captures'], capture_failures=r['capture_failures']))
-            print(f"  {name} {m} {path}: {r['time_s']:.2f} s, {sps:,.0f} samples/s", flush=True)
-    for kind, (sps, how) in ceil.items():
-        rows.append(dict(model=name, method=f'ceiling:{kind}', path=how, time_s=float('nan'), cpu_s=float('nan'), samples=float('nan'), samples_s=sps,
-                         ceiling_s=sps, ratio=1.0, mfu=(sps*flops[kind]/info['peak']) if info.get('peak') else float('nan'),
-                         steps='', captures=0, capture_failures=0))
+            w = work(m, t0, run_cfg, r['epochs_run']); n = samples_trained(m, t0, run_cfg, r['epochs_run']); sps = n/r['time_s']
+            ct = ceiling_time(run_cfg, w)
+            fl = sum(v*flops[(k, run_cfg.optimizer, run_cfg.batch_size)] for k, v in w.items())
+            row = dict(model=name, method=m, path=path, time_s=r['time_s'], cpu_s=r['cpu_s'], samples=n, samples_s=sps,
+                       ceiling_s=n/ct, ratio=ct/r['time_s'], mfu=(fl/r['time_s']/info['peak']) if info.get('peak') else float('nan'),
+                       steps_ratio=float('nan'), fixed_s=float('nan'),
+                       steps=r['steps'], captures=r['captures'], capture_failures=r['capture_failures'])
+            if path == 'fast' and args.more_epochs:   # the same method with more epochs: the steps' own pace, and the one-off cost
+                e2 = r['epochs_run'] + args.more_epochs
+                r2 = run_method(m, f_orig, task(), arch, mode, graphs, **{**over, 'epochs': e2})
+                ct2 = ceiling_time(run_cfg, work(m, t0, run_cfg, r2['epochs_run']))
+                if r2['time_s'] > r['time_s'] and ct2 > ct:
+                    row['steps_ratio'] = (ct2 - ct)/(r2['time_s'] - r['time_s']); row['fixed_s'] = r['time_s'] - ct/row['steps_ratio']
+            rows.append(row)
+            print(f"  {name} {m} {path}: {r['time_s']:.2f} s, {sps:,.0f} samples/s, {row['ratio']:.2f} of its ceiling" +
+                  (f"; with {args.more_epochs} more epochs: the steps at {row['steps_ratio']:.2f}, {row['fixed_s']:.2f} s one-off"
+                   if not math.isnan(row['steps_ratio']) else ''), flush=True)
+    for (kind, opt, bs), (sps, how) in ceil.items():
+        rows.append(dict(model=name, method=f'ceiling:{kind}', path=f'{how}, {opt}, batch {bs}', time_s=float('nan'), cpu_s=float('nan'),
+                         samples=float('nan'), samples_s=sps, ceiling_s=sps, ratio=1.0,
+                         mfu=(sps*flops[(kind, opt, bs)]/info['peak']) if info.get('peak') else float('nan'),
+                         steps_ratio=float('nan'), fixed_s=float('nan'), steps='', captures=0, capture_failures=0))
     ev = []
     if arch != 'vit' or args.vit_eval:
         for path, mode in (('plain', False), ('fast', True)):
@@ -290,7 +363,7 @@ def bench_model(name, shape, dev, args, info, first=True) -> tuple:
         lot = [r for r in rows if r['method'] == 'lotus' and r['path'] == path]
         gold.append(dict(model=name, path=path, **g, lotus_s=lot[0]['time_s'] if lot else float('nan'),
                          lotus_over_gold=(lot[0]['time_s']/g['total_s']) if lot else float('nan')))
-    return rows, ev, gold, dict(flops_per_sample=flops)
+    return rows, ev, gold, dict(flops_per_sample={f'{k} ({o}, batch {b})': v for (k, o, b), v in flops.items()})
 
 def papermill_digits(mode:str, *params) -> dict:
     "Wall-clock and CPU seconds of `papermill nbs/experiments.ipynb -p dataset digits` (or `params`) with `LOTUS_FAST=mode`"
@@ -307,6 +380,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     ap.add_argument('--small', action='store_true', help='small models and data (resnet18_small, vit_small; 600 images of 8 px)')
+    ap.add_argument('--medium', action='store_true', help='data of 5,000 + 1,000 images of 32 px (a CPU table of some size), small models')
     ap.add_argument('--models', default=None, help="comma-separated; default resnet18,vit_b_16 (with --small: resnet18_small,vit_small)")
     ap.add_argument('--methods', default='lotus,finetune', help=f"comma-separated, or all: {','.join(GRAPHED)}")
     ap.add_argument('--ft-epochs', type=int, default=None, help='epochs of the methods other than LoTUS (default 2; 1 with --small)')
@@ -316,6 +390,8 @@ def main(argv=None):
     ap.add_argument('--eval-paths', default=None, help="paths that time `evaluate` (default: plain,fast on the CPU, fast on CUDA)")
     ap.add_argument('--gold-frac', type=float, default=None, help='fraction of D_r that times a Gold epoch (default: 1; ViT on CUDA 0.05)')
     ap.add_argument('--ceiling-steps', type=int, default=None)
+    ap.add_argument('--more-epochs', type=int, default=None,
+                    help="rerun each method's fast path with this many more epochs: the steps' own pace and the one-off cost (default: 2 on CUDA, 0 on the CPU)")
     ap.add_argument('--papermill', action='store_true', help='also time papermill -p dataset digits with LOTUS_FAST=0 and 1')
     ap.add_argument('--check', action=argparse.BooleanOptionalAction, default=None,
                     help='first check that fast and plain agree (default: on CUDA)')
@@ -325,14 +401,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     dev = torch.device(args.device)
     if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
-    shape = SMALL if args.small else PAPER
-    args.models = (args.models or ('resnet18_small,vit_small' if args.small else 'resnet18,vit_b_16')).split(',')
+    shape = SMALL if args.small else MEDIUM if args.medium else PAPER
+    args.models = (args.models or ('resnet18_small,vit_small' if args.small or args.medium else 'resnet18,vit_b_16')).split(',')
     args.methods = list(GRAPHED) if args.methods == 'all' else args.methods.split(',')
-    if args.ft_epochs is None: args.ft_epochs = 1 if args.small else 2
+    if args.ft_epochs is None: args.ft_epochs = 1 if args.small or args.medium else 2
     args.eval_paths = (args.eval_paths or ('fast' if dev.type == 'cuda' else 'plain,fast')).split(',')
-    if args.lotus_epochs is None and args.small: args.lotus_epochs = 2
+    if args.lotus_epochs is None and (args.small or args.medium): args.lotus_epochs = 2
     if args.check is None: args.check = dev.type == 'cuda'
     if args.ceiling_steps is None: args.ceiling_steps = 3 if dev.type != 'cuda' else 100
+    if args.more_epochs is None: args.more_epochs = 2 if dev.type == 'cuda' else 0
     info = device_info(dev)
     print(f"torch {torch.__version__}, device {info['name']}" + (f", bf16 peak {info['peak_name']}" if dev.type == 'cuda' else
           f", {torch.get_num_threads()} threads") + f"; data {dataclasses.asdict(shape)} (synthetic), models random-init", flush=True)
@@ -349,9 +426,10 @@ def main(argv=None):
     fmt = t.assign(time_s=t.time_s.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'), cpu_s=t.cpu_s.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'),
                    samples=t.samples.map(lambda v: '' if math.isnan(v) else f'{v:,.0f}'),
                    samples_s=t.samples_s.map('{:,.0f}'.format), ceiling_s=t.ceiling_s.map('{:,.0f}'.format),
-                   ratio=t.ratio.map('{:.2f}'.format), mfu=t.mfu.map(lambda v: 'n/a' if math.isnan(v) else f'{100*v:.1f}%'))
+                   ratio=t.ratio.map('{:.2f}'.format), steps_ratio=t.steps_ratio.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'),
+                   fixed_s=t.fixed_s.map(lambda v: '' if math.isnan(v) else f'{v:.2f}'), mfu=t.mfu.map(lambda v: 'n/a' if math.isnan(v) else f'{100*v:.1f}%'))
     print(f"\nSpeed per method and model ({info['name']}); time_s: wall clock, cpu_s: this process's CPU time; steps = graph replays/warm-up/eager/plain")
-    print(fmt[['model', 'method', 'path', 'time_s', 'cpu_s', 'samples', 'samples_s', 'ceiling_s', 'ratio', 'mfu', 'steps']].to_string(index=False))
+    print(fmt[['model', 'method', 'path', 'time_s', 'cpu_s', 'samples', 'samples_s', 'ceiling_s', 'ratio', 'steps_ratio', 'fixed_s', 'mfu', 'steps']].to_string(index=False))
     if evs:
         print("\nevaluate (all metrics, references cached) vs one forward pass over forget, retain, test, unseen;"
               " evaluate - forward is mostly the CPU's scikit-learn attacks")
@@ -360,8 +438,9 @@ def main(argv=None):
     print(pd.DataFrame(golds).round(3).to_string(index=False))
     users = user_paths(args.models[0], shape, dev, args) if args.user_path else []
     if users:
-        print("\nThe path a user takes: LoTUS and evaluate (fast path on) from our TensorSplits, from TensorDatasets on the CPU, and from"
-              " the same datasets streamed item by item (lotus_nb 0.3); ratios to ours")
+        print("\nThe path a user takes: LoTUS and evaluate (fast path on) from our TensorSplits, from TensorDatasets on the CPU, from a"
+              " torchvision-style Dataset (deterministic, then with a random flip), and from the TensorDatasets streamed item by item"
+              " (lotus_nb 0.3); lotus_s includes read_s (building the task from the user's data); ratios to ours")
         print(pd.DataFrame(users).round(3).to_string(index=False))
     pm = {}
     if args.papermill:

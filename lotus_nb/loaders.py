@@ -4,7 +4,7 @@
 
 # %% ../nbs/01d_loaders.ipynb #0011ed7f
 from __future__ import annotations
-import dataclasses, math
+import dataclasses, math, weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn.functional as F
@@ -15,9 +15,9 @@ from .augment import augment_batch
 
 # %% auto #0
 __all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader',
-           'TensorSplit', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset',
-           'dataset_tensors', 'dataset_labels', 'random_transform', 'MemoryLoader', 'MemorySplit', 'read_into_memory',
-           'DatasetSplit', 'as_split']
+           'TensorSplit', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
+           'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'MemoryLoader',
+           'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of', 'as_split']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -198,6 +198,11 @@ class _FileItems(Dataset):
     def __len__(self): return len(self.idx)
     def __getitem__(self, i): j = int(self.idx[i]); return self.files[j], self.y[j], i
 
+def quiet_generator(seed:int=0, # seeds the DataLoader's order (when it shuffles) and its workers' base seed
+                   ) -> torch.Generator:
+    "A seeded generator for a `DataLoader`: without one, every pass draws its workers' base seed from torch's global RNG"
+    return torch.Generator().manual_seed(seed)
+
 class FileLoader(BatchLoader):
     "Batches `(x, y[, tag])` of images decoded by `DataLoader` workers, then augmented, normalised and resized on `device`"
     def __init__(self,
@@ -221,7 +226,7 @@ class FileLoader(BatchLoader):
     def __iter__(self):
         order, cuda = self.order(), self.device.type == 'cuda'
         dl = DataLoader(_FileItems(self.files, self.y, self.idx[order.numpy()]), batch_size=self.batch_size,
-                        num_workers=self.num_workers, pin_memory=cuda)
+                        num_workers=self.num_workers, pin_memory=cuda, generator=quiet_generator())
         for xb, yb, pos in dl:
             xb = prepare_batch(xb.to(self.device, non_blocking=True), self.augment, self.gen, self.mean, self.std, self.size, cuda)
             yield self.batch(xb, yb.to(self.device, non_blocking=True), order[pos], self.device)
@@ -403,8 +408,8 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
     x0 = torch.as_tensor(np.asarray(ds[0][0]))
     if x0.numel()*x0.element_size()*len(ds) > budget_gb*2**30: return None
     x = torch.empty((len(ds), *x0.shape), dtype=x0.dtype); y = torch.empty(len(ds), dtype=torch.long); i = 0
-    dl = DataLoader(ds, batch_size=256, num_workers=default_workers(len(ds), num_workers))
-    for b in tqdm(dl, desc=f'reading {type(ds).__name__} into memory', disable=not progress, leave=False):
+    dl = DataLoader(ds, batch_size=256, num_workers=default_workers(len(ds), num_workers), generator=quiet_generator())
+    for b in tqdm(iter(dl), total=len(dl), desc=f'reading {type(ds).__name__} into memory', disable=not progress, leave=False):  # one pass
         n = len(b[1]); x[i:i+n], y[i:i+n] = torch.as_tensor(b[0]), torch.as_tensor(b[1]); i += n
     if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
     return MemorySplit(x, y, np.arange(len(ds)))
@@ -426,7 +431,7 @@ class DatasetSplit(Split):
         "A `DataLoader` of the items (workers, pinned memory where CUDA is present, prefetching): shuffled when `train`, else in order"
         ds = self.dataset if tags is None else TaggedDataset(self.dataset, tags)
         return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=self.num_workers, pin_memory=torch.cuda.is_available(),
-                          prefetch_factor=4 if self.num_workers else None, generator=torch.Generator().manual_seed(seed) if train else None)
+                          prefetch_factor=4 if self.num_workers else None, generator=quiet_generator(seed))
     def subset(self,
                frac:float, # share of each class kept
                seed:int,   # seeds the draw
@@ -438,6 +443,25 @@ class DatasetSplit(Split):
                ):
         "Concatenation of the two datasets"
         return DatasetSplit(ConcatDataset([self.dataset, other.dataset]), self.num_workers)
+
+_READ = weakref.WeakKeyDictionary()   # Dataset -> (its fingerprint, the MemorySplit read from it): each Dataset is read once
+
+def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items with tensor-like x
+              budget_gb:float=4.,   # the most memory its inputs may take
+              progress:bool=True,   # show a progress bar while reading it
+              num_workers:int=None, # DataLoader workers of the pass
+              mode='auto',          # as_split's cache argument: entries made under one mode serve only that mode
+             ) -> MemorySplit:      # or None when it does not fit the budget
+    "`read_into_memory(ds)`, once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
+    key = (mode, len(ds), repr(getattr(ds, 'transform', None)))
+    try: hit = _READ.get(ds)
+    except TypeError: hit = None     # a Dataset that cannot be a weak dictionary key: read every time
+    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(ds[0][0])), hit[1].x[0]): return hit[1]
+    m = read_into_memory(ds, budget_gb, progress, num_workers)
+    if m is not None:
+        try: _READ[ds] = (key, m)
+        except TypeError: pass
+    return m
 
 def as_split(data,               # a Split, a torch Dataset or a DataLoader
              cache='auto',       # 'auto': read a Dataset into memory when it fits and is not random; True: even when random; False: stream it
@@ -451,5 +475,5 @@ def as_split(data,               # a Split, a torch Dataset or a DataLoader
     ds, workers = (data.dataset, data.num_workers) if isinstance(data, DataLoader) else (data, None)
     if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
     if cache is True or (cache == 'auto' and not random_transform(ds)):
-        if (m := read_into_memory(ds, budget_gb, progress, workers)) is not None: return m
+        if (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
     return DatasetSplit(ds, default_workers(len(ds), workers))

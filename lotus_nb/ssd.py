@@ -21,7 +21,8 @@ def importances(model:nn.Module,        # the network whose trainable parameters
                ) -> dict:               # parameter name -> importance tensor of the parameter's shape
     "SSD's importance of every parameter over `split`: the squared CE gradient of each mini-batch, averaged over batches"
     ce = lambda b: F.cross_entropy(model(b[0]), b[1])
-    batches = tqdm(split.loader(batch_size), disable=not progress, leave=False, desc='importance')
+    loader = split.loader(batch_size)
+    batches = tqdm(iter(loader), total=len(loader), disable=not progress, leave=False, desc='importance')   # one pass (see train_epoch)
     sums, n = grad_sums(model, batches, ce, transform=torch.square)
     if n == 0: raise ValueError("cannot measure importance on an empty split")
     return {k: s/n for k, s in sums.items()}

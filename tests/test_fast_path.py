@@ -82,6 +82,27 @@ def test_emulated_graph_is_the_eager_fast_path(demo, name):
     assert stats['graph_steps'] > 0 and stats['eager_steps'] > 0, stats   # replays, and the partial batches eagerly
     assert torch.equal(flat(emu.model), flat(eager.model))
 
+@pytest.mark.parametrize('how', ['memory', 'stream'])
+def test_user_data_feeds_the_graphed_step(demo, how):
+    """A user's Dataset, read into memory (a MemorySplit) or streamed by a DataLoader with a worker (a DatasetSplit, as one over the
+    memory budget or with a random transform is), feeds the same graphed step: replays from static buffers (emulated on the CPU)
+    give exactly the eager fast path's weights, and the eager fast path the plain path's (float precision)"""
+    from torch.utils.data import TensorDataset
+    from lotus_nb.loaders import as_split, DatasetSplit, MemorySplit
+    f_orig, ts, task = demo
+    def user(s):   # the split as a practitioner holds it: normalised images and labels in a TensorDataset
+        ds = TensorDataset(*map(torch.cat, zip(*s.loader(1024))))
+        return as_split(ds) if how == 'memory' else DatasetSplit(ds, num_workers=1)
+    utask = UnlearnTask(user(task.forget), user(task.retain), user(task.unseen), seed=task.seed, num_classes=10)
+    assert all(type(s) is (MemorySplit if how == 'memory' else DatasetSplit) for s in (utask.forget, utask.retain, utask.unseen))
+    plain, _ = run('lotus', f_orig, utask, False)
+    eager, _ = run('lotus', f_orig, utask, True, graphs=False)
+    emu, stats = run('lotus', f_orig, utask, True, graphs='emulate', warmup=1, min_graph_steps=1)
+    assert stats['graph_steps'] > 0 and not stats.get('capture_failures'), stats
+    assert torch.equal(flat(emu.model), flat(eager.model))
+    w0, wp = flat(f_orig), flat(plain.model)
+    assert ((flat(eager.model) - wp).norm()/(wp - w0).norm()).item() < 1e-5
+
 def test_no_host_sync_in_the_loop(demo):
     "On the fast path an epoch, an accuracy and tau_d stay on the device: no tensor is read by the host inside them"
     f_orig, ts, task = demo

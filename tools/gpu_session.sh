@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The GPU checks of one session on a lent H100/H200 (torch, timm, scikit-learn, pandas and pytest there; no nbdev, no network):
+#   bash tools/gpu_session.sh [OUT]            # OUT: where the logs go (default $OUT, else ./gpu_out); about 8 minutes on an H200
+#   bash tools/gpu_session.sh OUT --dry-run    # the same on the CPU with small models (a minute): try it before the device time
+# Writes as it goes: nvidia-smi.txt; pytest_gpu.log (tests/test_fast_path.py -k gpu); gpu_speed.log and gpu.json
+# (benchmarks/gpu_speed.py --methods all: every method against its own steps' ceiling, the user path, evaluate, Gold);
+# warnings.txt (torch's AccumulateGrad stream warning, counted: a normal fast run must print none).
+set -u
+out=${1:-${OUT:-gpu_out}}; mkdir -p "$out"
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+speed=(--device cuda)
+if [ "${2:-}" = "--dry-run" ]; then speed=(--device cpu --small --models resnet18_small --ft-epochs 1 --more-epochs 1); fi
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+timeout 200 python -m pytest -q -p no:cacheprovider tests/test_fast_path.py -k gpu 2>&1 | tee "$out/pytest_gpu.log"
+timeout 380 python benchmarks/gpu_speed.py "${speed[@]}" --methods all --json "$out/gpu.json" 2>&1 | tee "$out/gpu_speed.log"
+n=$(cat "$out/pytest_gpu.log" "$out/gpu_speed.log" | grep -c "AccumulateGrad node's stream")
+echo "AccumulateGrad stream warnings: $n" | tee "$out/warnings.txt"
