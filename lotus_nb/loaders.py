@@ -15,7 +15,7 @@ from .augment import augment_batch
 
 # %% auto #0
 __all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader',
-           'TensorSplit', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
+           'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
            'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'MemoryLoader',
            'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of', 'as_split']
 
@@ -197,6 +197,15 @@ class _FileItems(Dataset):
     def __init__(self, files, y, idx): self.files, self.y, self.idx = files, y, idx
     def __len__(self): return len(self.idx)
     def __getitem__(self, i): j = int(self.idx[i]); return self.files[j], self.y[j], i
+
+def one_pass(batches,    # a loader, list or iterator of batches
+             total=None, # the bar's length; None: len(batches) where it has one
+             **kw,       # tqdm's other options: desc, disable, leave
+            ):
+    "A progress bar over one pass of `batches`: `tqdm.auto` calls `iter()` on what it wraps and iterates it again (two iterators of a `DataLoader`); handed one iterator, it makes no other"
+    from tqdm.auto import tqdm
+    if total is None: total = len(batches) if hasattr(batches, '__len__') else None
+    return tqdm(iter(batches), total=total, **kw)
 
 def quiet_generator(seed:int=0, # seeds the DataLoader's order (when it shuffles) and its workers' base seed
                    ) -> torch.Generator:
@@ -404,12 +413,11 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
                      num_workers:int=None, # DataLoader workers of the pass; None: default_workers
                     ) -> MemorySplit: # or None when it does not fit the budget
     "Read every item of `ds` once (a DataLoader pass with workers) into tensors, pinned where CUDA is present"
-    from tqdm.auto import tqdm
     x0 = torch.as_tensor(np.asarray(ds[0][0]))
     if x0.numel()*x0.element_size()*len(ds) > budget_gb*2**30: return None
     x = torch.empty((len(ds), *x0.shape), dtype=x0.dtype); y = torch.empty(len(ds), dtype=torch.long); i = 0
     dl = DataLoader(ds, batch_size=256, num_workers=default_workers(len(ds), num_workers), generator=quiet_generator())
-    for b in tqdm(iter(dl), total=len(dl), desc=f'reading {type(ds).__name__} into memory', disable=not progress, leave=False):  # one pass
+    for b in one_pass(dl, desc=f'reading {type(ds).__name__} into memory', disable=not progress, leave=False):
         n = len(b[1]); x[i:i+n], y[i:i+n] = torch.as_tensor(b[0]), torch.as_tensor(b[1]); i += n
     if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
     return MemorySplit(x, y, np.arange(len(ds)))

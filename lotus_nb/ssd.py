@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
-from tqdm.auto import tqdm
+from .loaders import one_pass
 from .methods import MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums
 
 # %% auto #0
@@ -21,8 +21,7 @@ def importances(model:nn.Module,        # the network whose trainable parameters
                ) -> dict:               # parameter name -> importance tensor of the parameter's shape
     "SSD's importance of every parameter over `split`: the squared CE gradient of each mini-batch, averaged over batches"
     ce = lambda b: F.cross_entropy(model(b[0]), b[1])
-    loader = split.loader(batch_size)
-    batches = tqdm(iter(loader), total=len(loader), disable=not progress, leave=False, desc='importance')   # one pass (see train_epoch)
+    batches = one_pass(split.loader(batch_size), disable=not progress, leave=False, desc='importance')
     sums, n = grad_sums(model, batches, ce, transform=torch.square)
     if n == 0: raise ValueError("cannot measure importance on an empty split")
     return {k: s/n for k, s in sums.items()}

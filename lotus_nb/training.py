@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .data import check_choice
-from .loaders import as_split, MemorySplit
+from .loaders import as_split, MemorySplit, one_pass
 from .store import atomic_write
 
 log = logging.getLogger('lotus_nb')
@@ -179,7 +179,7 @@ def predict(model:nn.Module,     # run in eval mode; its previous mode is restor
     model.eval(); logits, ys = [], []
     try:
         with cudnn_benchmark(dev, fast):
-            for xb, yb, *_ in tqdm(device_batches(batches, dev) if fast else iter(batches), total=n_batches(batches) or None,
+            for xb, yb, *_ in one_pass(device_batches(batches, dev) if fast else batches, total=n_batches(batches) or None,
                                    disable=not progress, desc='predict', leave=False):
                 xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
                 with autocast(dev): logits.append(model(xb).float())
@@ -336,7 +336,7 @@ def train_epoch(model:nn.Module,     # trained in place, put in train mode
     fast = fast_enabled(dev)
     graph = step_graph(model, batches, loss_fn, opt, grad_hook) if fast else None
     with cudnn_benchmark(dev, fast):
-        for batch in tqdm(device_batches(batches, dev) if fast else iter(batches), total=n_batches(batches) or None,   # one pass: see below
+        for batch in one_pass(device_batches(batches, dev) if fast else batches, total=n_batches(batches) or None,   # one pass: see below
                           disable=not progress, desc=desc, leave=False):
             batch = [b.to(dev, non_blocking=True) for b in batch]
             loss = graph.step(batch, opt, dev) if graph is not None else None
