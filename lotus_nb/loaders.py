@@ -4,7 +4,8 @@
 
 # %% ../nbs/01d_loaders.ipynb #0011ed7f
 from __future__ import annotations
-import dataclasses, math, weakref
+import dataclasses, math, random, weakref
+from contextlib import contextmanager
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn.functional as F
@@ -16,8 +17,9 @@ from .augment import augment_batch
 # %% auto #0
 __all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader',
            'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
-           'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'MemoryLoader',
-           'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of', 'as_split']
+           'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'seed_host',
+           'seeded', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of',
+           'as_split']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -346,16 +348,41 @@ def random_transform(ds,            # a map-style Dataset
     for a in ('transform', 'transforms', 'target_transform'):
         if any(op in repr(getattr(ds, a, None)) for op in RANDOM_OPS): return True
     if not probe or len(ds) == 0: return False
-    import random
-    state = torch.get_rng_state(), np.random.get_state(), random.getstate()
-    try:
-        for i in np.linspace(0, len(ds) - 1, min(probe, len(ds))).astype(int):
-            reads = []
-            for s in (1, 2):
-                torch.manual_seed(s); np.random.seed(s); random.seed(s); reads.append(torch.as_tensor(np.asarray(ds[int(i)][0])))
-            if reads[0].shape != reads[1].shape or not torch.equal(reads[0], reads[1]): return True
-    finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
+    for i in np.linspace(0, len(ds) - 1, min(probe, len(ds))).astype(int):
+        reads = []
+        for s in (1, 2):
+            with seeded(s): reads.append(torch.as_tensor(np.asarray(ds[int(i)][0])))
+        if reads[0].shape != reads[1].shape or not torch.equal(reads[0], reads[1]): return True
     return False
+
+def seed_host(seed:int # seeds torch's CPU generator, numpy's and Python's global random streams
+             ):
+    "Seed the host's global random streams (the CUDA streams are not touched)"
+    torch.random.default_generator.manual_seed(seed); np.random.seed(seed % 2**32); random.seed(seed)
+
+@contextmanager
+def seeded(seed:int # seeds the host's random streams inside the block
+          ):
+    "Run a block under `seed` in the host's global random streams, restored after it (the CUDA streams are not touched)"
+    state = torch.get_rng_state(), np.random.get_state(), random.getstate()   # numpy's: about 0.1 ms to save and restore
+    seed_host(seed)
+    try: yield
+    finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
+
+class FixedDraws(Dataset):
+    "Items of `dataset`, each read under a random state fixed by its index: a random transform draws every item the same way in every pass"
+    def __init__(self,
+                 dataset,    # a map-style Dataset, random transform and all
+                 seed:int=0, # with the index, seeds each item's draw
+                ): self.dataset, self.seed = dataset, seed
+    def __len__(self): return len(self.dataset)
+    def __getitem__(self, i): return self.__getitems__([i])[0]
+    def __getitems__(self, idx):
+        "The items at `idx` (a DataLoader fetches a batch so), each drawn under its own seed; the host's streams saved and restored once"
+        out = []
+        with seeded(0):
+            for i in idx: seed_host(self.seed*1_000_003 + int(i)); out.append(self.dataset[int(i)])
+        return out
 
 class MemoryLoader(BatchLoader):
     "Batches `(x, y[, tag])` of `x[idx]` as stored (a practitioner's tensors: their own normalisation, no augmentation), on `x`'s device"
@@ -411,22 +438,26 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
                      budget_gb:float=4., # the most memory its inputs may take; over it: None
                      progress:bool=True, # show a progress bar over the one pass
                      num_workers:int=None, # DataLoader workers of the pass; None: default_workers
+                     what:str=None,      # what the progress bar says it reads; None: the Dataset's class
                     ) -> MemorySplit: # or None when it does not fit the budget
     "Read every item of `ds` once (a DataLoader pass with workers) into tensors, pinned where CUDA is present"
     x0 = torch.as_tensor(np.asarray(ds[0][0]))
     if x0.numel()*x0.element_size()*len(ds) > budget_gb*2**30: return None
     x = torch.empty((len(ds), *x0.shape), dtype=x0.dtype); y = torch.empty(len(ds), dtype=torch.long); i = 0
     dl = DataLoader(ds, batch_size=256, num_workers=default_workers(len(ds), num_workers), generator=quiet_generator())
-    for b in one_pass(dl, desc=f'reading {type(ds).__name__} into memory', disable=not progress, leave=False):
+    for b in one_pass(dl, desc=f'reading {what or type(ds).__name__} into memory', disable=not progress, leave=False):
         n = len(b[1]); x[i:i+n], y[i:i+n] = torch.as_tensor(b[0]), torch.as_tensor(b[1]); i += n
     if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
     return MemorySplit(x, y, np.arange(len(ds)))
 
 @dataclass
 class DatasetSplit(Split):
-    "A split over any map-style `torch` `Dataset` of `(x, y)` items, streamed by a `DataLoader`"
-    dataset: Dataset     # map-style, (x, y) items already transformed
-    num_workers: int = 0 # DataLoader workers of its loaders
+    "A split over any map-style `torch` `Dataset` of `(x, y)` items, streamed by a `DataLoader`; a random one is evaluated on one fixed draw per item"
+    dataset: Dataset       # map-style, (x, y) items already transformed
+    num_workers: int = 0   # DataLoader workers of its loaders
+    random: bool = False   # its transform is random: evaluation passes read FixedDraws, held in memory when they fit budget_gb
+    budget_gb: float = 4.  # the most memory the evaluation draws of a random dataset may take (0: stream them)
+    progress: bool = True  # show a progress bar while reading them into memory
     def __len__(self): return len(self.dataset)
     @property
     def labels(self) -> torch.Tensor: return dataset_labels(self.dataset)
@@ -437,7 +468,12 @@ class DatasetSplit(Split):
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
               ):
         "A `DataLoader` of the items (workers, pinned memory where CUDA is present, prefetching): shuffled when `train`, else in order"
-        ds = self.dataset if tags is None else TaggedDataset(self.dataset, tags)
+        ds = self.dataset
+        if self.random and not train:      # evaluation: every pass, every model sees the same draw of each item
+            if (m := memory_of(ds, self.budget_gb, self.progress, self.num_workers, 'fixed')) is not None:
+                return m.loader(batch_size, False, seed, tags)
+            ds = FixedDraws(ds)
+        if tags is not None: ds = TaggedDataset(ds, tags)
         return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=self.num_workers, pin_memory=torch.cuda.is_available(),
                           prefetch_factor=4 if self.num_workers else None, generator=quiet_generator(seed))
     def subset(self,
@@ -445,30 +481,30 @@ class DatasetSplit(Split):
                seed:int,   # seeds the draw
               ):
         "A stratified, seeded `frac` of this split (reads every label)"
-        return DatasetSplit(Subset(self.dataset, stratified_sample(self.labels, frac, seed).tolist()), self.num_workers)
+        return dataclasses.replace(self, dataset=Subset(self.dataset, stratified_sample(self.labels, frac, seed).tolist()))
     def __add__(self,
                 other, # another DatasetSplit
                ):
-        "Concatenation of the two datasets"
-        return DatasetSplit(ConcatDataset([self.dataset, other.dataset]), self.num_workers)
+        "Concatenation of the two datasets (random when either is)"
+        return dataclasses.replace(self, dataset=ConcatDataset([self.dataset, other.dataset]), random=self.random or other.random)
 
-_READ = weakref.WeakKeyDictionary()   # Dataset -> (its fingerprint, the MemorySplit read from it): each Dataset is read once
+_READ = weakref.WeakKeyDictionary()   # Dataset -> {mode: (its fingerprint, the MemorySplit read from it)}: each Dataset is read once
 
 def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items with tensor-like x
               budget_gb:float=4.,   # the most memory its inputs may take
               progress:bool=True,   # show a progress bar while reading it
               num_workers:int=None, # DataLoader workers of the pass
-              mode='auto',          # as_split's cache argument: entries made under one mode serve only that mode
+              mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
              ) -> MemorySplit:      # or None when it does not fit the budget
-    "`read_into_memory(ds)`, once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
-    key = (mode, len(ds), repr(getattr(ds, 'transform', None)))
-    try: hit = _READ.get(ds)
-    except TypeError: hit = None     # a Dataset that cannot be a weak dictionary key: read every time
-    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(ds[0][0])), hit[1].x[0]): return hit[1]
-    m = read_into_memory(ds, budget_gb, progress, num_workers)
-    if m is not None:
-        try: _READ[ds] = (key, m)
-        except TypeError: pass
+    "`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
+    view = FixedDraws(ds) if mode == 'fixed' else ds
+    key = (len(ds), repr(getattr(ds, 'transform', None)))
+    try: hits = _READ.setdefault(ds, {})
+    except TypeError: hits = {}      # a Dataset that cannot be a weak dictionary key: read every time
+    hit = hits.get(mode)
+    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].x[0]): return hit[1]
+    m = read_into_memory(view, budget_gb, progress, num_workers, f'{type(ds).__name__} (one draw per item)' if mode == 'fixed' else None)
+    if m is not None: hits[mode] = (key, m)
     return m
 
 def as_split(data,               # a Split, a torch Dataset or a DataLoader
@@ -482,6 +518,7 @@ def as_split(data,               # a Split, a torch Dataset or a DataLoader
     if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
     ds, workers = (data.dataset, data.num_workers) if isinstance(data, DataLoader) else (data, None)
     if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
-    if cache is True or (cache == 'auto' and not random_transform(ds)):
+    rnd = cache is not True and random_transform(ds)
+    if cache is True or (cache == 'auto' and not rnd):
         if (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
-    return DatasetSplit(ds, default_workers(len(ds), workers))
+    return DatasetSplit(ds, default_workers(len(ds), workers), rnd, budget_gb if cache == 'auto' else 0., progress)

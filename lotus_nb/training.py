@@ -167,7 +167,7 @@ def n_batches(batches, # a loader, list or iterator of batches
 # %% ../nbs/03_training.ipynb #950e6d2e
 @torch.no_grad()
 def predict(model:nn.Module,     # run in eval mode; its previous mode is restored
-            split,                # a split (or anything as_split accepts); read in order, not augmented
+            split,                # a split (or anything as_split accepts); read in order, not augmented (a user's random transform: one fixed draw per item)
             batch_size:int=1024,  # images per forward pass (does not change the result)
             progress:bool=False,  # show a tqdm bar
             ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device

@@ -90,7 +90,7 @@ def per_class_subset(split,     # the set to sample from, usually $D_r$
     rng = np.random.RandomState(seed)
     keep = np.sort(np.concatenate([rng.permutation(np.flatnonzero(y == c))[:cap] for c in np.unique(y)]))
     if isinstance(split, IndexSplit): return split.with_idx(split.idx[keep])   # ours in memory or on disk, a user's tensors
-    return DatasetSplit(Subset(split.dataset, keep.tolist()), split.num_workers)
+    return dataclasses.replace(split, dataset=Subset(split.dataset, keep.tolist()))                   # a stream, as it streams
 
 # %% ../nbs/16_unsir.ipynb #0341afb4
 @dataclass
