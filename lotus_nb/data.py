@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_data.ipynb #00c72841
 from __future__ import annotations
-import logging, math, os
+import logging, math, multiprocessing, os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +38,9 @@ def read_image(path,            # image file in any format PIL reads
 def default_workers(n:int,               # number of images to decode
                     num_workers:int=None, # an explicit count, returned as is; None: chosen from n
                     ) -> int:             # worker processes; 0 decodes in the main process
-    "`DataLoader` workers to decode `n` images: none for a handful, else `$LOTUS_WORKERS` or up to 8"
+    "`DataLoader` workers to decode `n` images: none for a handful or inside a daemonic process, else `$LOTUS_WORKERS` or up to 8"
     if num_workers is not None: return num_workers
+    if multiprocessing.current_process().daemon: return 0   # a multiprocessing pool's worker cannot start processes of its own
     if os.environ.get('LOTUS_WORKERS'): return int(os.environ['LOTUS_WORKERS'])
     return 0 if n < 512 else min(8, os.cpu_count() or 1)
 
