@@ -361,11 +361,11 @@ def seed_host(seed:int # seeds torch's CPU generator, numpy's and Python's globa
     torch.random.default_generator.manual_seed(seed); np.random.seed(seed % 2**32); random.seed(seed)
 
 @contextmanager
-def seeded(seed:int # seeds the host's random streams inside the block
+def seeded(seed:int=None # seeds the host's random streams inside the block; None: left as they are
           ):
     "Run a block under `seed` in the host's global random streams, restored after it (the CUDA streams are not touched)"
     state = torch.get_rng_state(), np.random.get_state(), random.getstate()   # numpy's: about 0.1 ms to save and restore
-    seed_host(seed)
+    if seed is not None: seed_host(seed)
     try: yield
     finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
 
@@ -380,7 +380,7 @@ class FixedDraws(Dataset):
     def __getitems__(self, idx):
         "The items at `idx` (a DataLoader fetches a batch so), each drawn under its own seed; the host's streams saved and restored once"
         out = []
-        with seeded(0):
+        with seeded():
             for i in idx: seed_host(self.seed*1_000_003 + int(i)); out.append(self.dataset[int(i)])
         return out
 
