@@ -518,7 +518,7 @@ def as_split(data,               # a Split, a torch Dataset or a DataLoader
     if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
     ds, workers = (data.dataset, data.num_workers) if isinstance(data, DataLoader) else (data, None)
     if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
-    rnd = cache is not True and random_transform(ds)
-    if cache is True or (cache == 'auto' and not rnd):
-        if (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
-    return DatasetSplit(ds, default_workers(len(ds), workers), rnd, budget_gb if cache == 'auto' else 0., progress)
+    if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
+    rnd = random_transform(ds)
+    if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
+    return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
