@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, Subset, ConcatDataset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, Subset, ConcatDataset, TensorDataset, IterableDataset
+from torch.utils.data import BatchSampler, SequentialSampler, RandomSampler, SubsetRandomSampler
 from .data import ImageData, ImageFiles, default_workers, stratified_sample
 from .splits import Splits
 from .augment import augment_batch
@@ -19,7 +20,7 @@ __all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize',
            'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
            'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'seed_host',
            'seeded', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of',
-           'as_split']
+           'as_split', 'user_dataset', 'as_splits']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -495,6 +496,7 @@ def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items w
               progress:bool=True,   # show a progress bar while reading it
               num_workers:int=None, # DataLoader workers of the pass
               mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
+              read:bool=True,       # False: only an earlier read (None when there is none)
              ) -> MemorySplit:      # or None when it does not fit the budget
     "`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
     view = FixedDraws(ds) if mode == 'fixed' else ds
@@ -503,6 +505,7 @@ def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items w
     except TypeError: hits = {}      # a Dataset that cannot be a weak dictionary key: read every time
     hit = hits.get(mode)
     if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].x[0]): return hit[1]
+    if not read: return None
     m = read_into_memory(view, budget_gb, progress, num_workers, f'{type(ds).__name__} (one draw per item)' if mode == 'fixed' else None)
     if m is not None: hits[mode] = (key, m)
     return m
@@ -511,14 +514,70 @@ def as_split(data,               # a Split, a torch Dataset or a DataLoader
              cache='auto',       # 'auto': read a Dataset into memory when it fits and is not random; True: even when random; False: stream it
              budget_gb:float=4., # the most memory a Dataset read into memory may take
              progress:bool=True, # show a progress bar while reading a Dataset into memory
+             what:str='data',    # how an error message names it, e.g. 'the forget set'
             ):
     "A split from a split, a `Dataset` or a `DataLoader`: tensors sliced in place, a Dataset read once into memory, or a stream"
     if isinstance(data, Split): return data
-    if not isinstance(data, (Dataset, DataLoader)): raise TypeError(f"expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
     if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
-    ds, workers = (data.dataset, data.num_workers) if isinstance(data, DataLoader) else (data, None)
+    ds, workers = user_dataset(data, what)
     if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
     if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
+    if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m   # read before, when it was not random: no probe
     rnd = random_transform(ds)
     if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
     return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
+
+# %% ../nbs/01d_loaders.ipynb #3c605839
+def _class_indices(y, what:str, per_item:bool) -> torch.Tensor:
+    "`y` (a label tensor, or one item's label) as a tensor of class indices; anything else is refused"
+    try: lab = y if isinstance(y, torch.Tensor) else torch.as_tensor(np.asarray(y))
+    except (TypeError, ValueError): lab = None
+    if lab is None or (lab.numel() != 1 if per_item else lab.ndim != 1) or lab.is_complex() or lab.is_floating_point() and not torch.equal(lab, lab.round()):
+        got = f"of shape {tuple(lab.shape)} and dtype {lab.dtype}" if lab is not None else f"of type {type(y).__name__}"
+        raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} {got}: "
+                         "one-hot or soft labels? pass their argmax")
+    return lab
+
+def user_dataset(data,            # a torch Dataset or DataLoader
+                 what:str='data', # how an error message names it, e.g. 'the forget set'
+                ) -> tuple:       # (the map-style Dataset whose items are read, the DataLoader's num_workers or None)
+    "The Dataset that `as_split` reads `data` as, checked by reading one item: what could not be read faithfully is refused, with the fix"
+    from torch.utils.data._utils.collate import default_collate, default_convert
+    workers = None
+    if isinstance(data, DataLoader):
+        dl, data, workers = data, data.dataset, data.num_workers
+        if dl.collate_fn not in (default_collate, default_convert):
+            raise ValueError(f"{what}: a DataLoader is read as its Dataset's (image, label) items, so its collate_fn "
+                             f"({getattr(dl.collate_fn, '__qualname__', dl.collate_fn)}) would be skipped: do what it does in the Dataset (a transform) and pass that")
+        sm = dl.batch_sampler if dl.batch_sampler is not None and type(dl.batch_sampler) is not BatchSampler else dl.sampler
+        if isinstance(sm, SubsetRandomSampler) and not isinstance(data, IterableDataset): data = Subset(data, torch.as_tensor(sm.indices).tolist())
+        elif not (isinstance(data, IterableDataset) or type(sm) is SequentialSampler
+                  or type(sm) is RandomSampler and not sm.replacement and sm.num_samples == len(data)):
+            raise ValueError(f"{what}: a DataLoader is read as its Dataset (the methods batch and shuffle it themselves), and its {type(sm).__name__} "
+                             "draws other items than the Dataset's, each once: pass the Dataset, or a torch Subset of the items meant")
+    if isinstance(data, IterableDataset):
+        raise TypeError(f"{what}: an IterableDataset has no indices to split, shuffle or read again; pass a map-style Dataset (__getitem__ and __len__)")
+    if not isinstance(data, Dataset): raise TypeError(f"{what}: expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
+    try: n = len(data)
+    except TypeError: raise TypeError(f"{what}: {type(data).__name__} has no len(); a map-style Dataset needs __len__") from None
+    if n == 0: raise ValueError(f"{what} is empty")
+    if (t := dataset_tensors(data)) is not None: x, y = t[0], t[1]
+    else:
+        with seeded(): item = data[0]    # the caller's random streams stay where they were (a random transform draws from them)
+        if isinstance(item, dict): raise TypeError(f"{what}: its items are dicts (keys {', '.join(map(str, list(item)[:6]))}); lotus_nb reads (image, label) "
+                                                   "pairs: return (item[<image key>], item[<label key>]) from __getitem__")
+        if not isinstance(item, (tuple, list)) or len(item) < 2: raise TypeError(f"{what}: its items must be (image, label) pairs, got {type(item).__name__}")
+        x, y = item[0], item[1]
+    if not isinstance(x, (torch.Tensor, np.ndarray)):
+        raise TypeError(f"{what}: an item's image is a {type(x).__module__}.{type(x).__name__}, not a tensor"
+                        + (": add torchvision's transforms.ToTensor() (and Normalize) to the Dataset's transform" if 'PIL' in type(x).__module__ else ''))
+    _class_indices(y, what, per_item=t is None)
+    return data, workers
+
+def as_splits(sets:dict, # name -> a split, Dataset, DataLoader or None
+              **kwargs,  # passed to as_split
+             ) -> dict:  # name -> split (None stays None)
+    "`as_split` of each set, once every one has passed `user_dataset`'s checks: a bad set is refused before any is read"
+    for k, v in sets.items():
+        if v is not None and not isinstance(v, Split): user_dataset(v, f'the {k} set')
+    return {k: None if v is None else as_split(v, what=f'the {k} set', **kwargs) for k, v in sets.items()}

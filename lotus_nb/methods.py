@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from .data import check_choice, check_fraction, check_seed
-from .loaders import as_split, MemorySplit
+from .loaders import as_split, as_splits, MemorySplit
 from .training import Timer, set_seed, model_device, autocast
 
 log = logging.getLogger('lotus_nb')
@@ -35,11 +35,10 @@ class UnlearnTask:
     retrain: Callable = None  # retrain() -> (model, meta): $f_{gold}$ (a benchmark passes its cached one)
     original_meta: dict = None # how $f_{orig}$ was trained (time_min, history): the Original's row
     def __post_init__(self):
-        self.forget, self.retain = as_split(self.forget), as_split(self.retain)
-        if self.unseen is not None: self.unseen = as_split(self.unseen)
-        check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed)
+        check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed)   # the arguments, then every set, before any set is read
+        s = as_splits(dict(forget=self.forget, retain=self.retain, unseen=self.unseen, retain_sub=self.retain_sub))
+        self.forget, self.retain, self.unseen, self.retain_sub = s['forget'], s['retain'], s['unseen'], s['retain_sub']
         if len(self.forget) == 0: raise ValueError("the forget set is empty")
-        if self.retain_sub is not None: self.retain_sub = as_split(self.retain_sub)
     def on(self, device, # where the model is
           ):
         "A copy of the task whose in-memory tensor splits (a user's TensorDatasets: `MemorySplit`) are on `device`, moved once"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from .data import check_choice
 from .training import predict
+from .loaders import as_splits
 
 # %% auto #0
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'METRIC_FNS', 'accuracy', 'entropy', 'mia_entropy',
@@ -270,6 +271,8 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
     if mia_nonmember == 'unseen' and unseen is None:
         raise ValueError("the MIA needs a non-member set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
+    s = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
+    forget, retain, test, unseen = s['forget'], s['retain'], s['test'], s['unseen']
     if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size)
     logits = {name: predict(model, s, batch_size) for name, s in
               dict(forget=forget, retain=retain, test=test, unseen=unseen).items() if s is not None}
