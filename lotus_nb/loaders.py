@@ -528,15 +528,14 @@ def as_split(data,               # a Split, a torch Dataset or a DataLoader
     return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
 
 # %% ../nbs/01d_loaders.ipynb #3c605839
-def _class_indices(y, what:str, per_item:bool) -> torch.Tensor:
-    "`y` (a label tensor, or one item's label) as a tensor of class indices; anything else is refused"
+def _check_class_indices(y, what:str, per_item:bool):
+    "Refuse `y` (a label tensor, or one item's label) unless it holds class indices"
     try: lab = y if isinstance(y, torch.Tensor) else torch.as_tensor(np.asarray(y))
     except (TypeError, ValueError): lab = None
     if lab is None or (lab.numel() != 1 if per_item else lab.ndim != 1) or lab.is_complex() or lab.is_floating_point() and not torch.equal(lab, lab.round()):
         got = f"of shape {tuple(lab.shape)} and dtype {lab.dtype}" if lab is not None else f"of type {type(y).__name__}"
         raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} {got}: "
                          "one-hot or soft labels? pass their argmax")
-    return lab
 
 def user_dataset(data,            # a torch Dataset or DataLoader
                  what:str='data', # how an error message names it, e.g. 'the forget set'
@@ -571,7 +570,7 @@ def user_dataset(data,            # a torch Dataset or DataLoader
     if not isinstance(x, (torch.Tensor, np.ndarray)):
         raise TypeError(f"{what}: an item's image is a {type(x).__module__}.{type(x).__name__}, not a tensor"
                         + (": add torchvision's transforms.ToTensor() (and Normalize) to the Dataset's transform" if 'PIL' in type(x).__module__ else ''))
-    _class_indices(y, what, per_item=t is None)
+    _check_class_indices(y, what, per_item=t is None)
     return data, workers
 
 def as_splits(sets:dict, # name -> a split, Dataset, DataLoader or None

@@ -107,8 +107,8 @@ def rbf_decision(clf,              # a fitted binary scikit-learn SVC with an RB
     sv, coef = torch.from_numpy(clf.support_vectors_), torch.from_numpy(clf.dual_coef_[0])
     sn = sv.square().sum(1)
     out = [torch.exp(-clf._gamma * (xb.square().sum(1, keepdim=True) + sn - 2 * xb @ sv.T)) @ coef
-           for xb in torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64)).split(chunk)]
-    return (torch.cat(out) + float(clf.intercept_[0])).numpy() if out else np.zeros(0)
+           for xb in torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64)).split(chunk)]   # split gives one block even of 0 rows
+    return (torch.cat(out) + float(clf.intercept_[0])).numpy()
 
 # %% ../nbs/06_metrics.ipynb #e9125de4
 def _kl_rows(p, q):
@@ -271,8 +271,8 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
     if mia_nonmember == 'unseen' and unseen is None:
         raise ValueError("the MIA needs a non-member set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
-    s = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
-    forget, retain, test, unseen = s['forget'], s['retain'], s['test'], s['unseen']
+    sets = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
+    forget, retain, test, unseen = sets['forget'], sets['retain'], sets['test'], sets['unseen']
     if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size)
     logits = {name: predict(model, s, batch_size) for name, s in
               dict(forget=forget, retain=retain, test=test, unseen=unseen).items() if s is not None}
