@@ -103,12 +103,13 @@ def rbf_decision(clf,              # a fitted binary scikit-learn SVC with an RB
                  X:np.ndarray,     # N x d samples
                  chunk:int=1024,   # samples per kernel block (a block holds chunk x n_support float64)
                 ) -> np.ndarray:   # N decision values: > 0 is clf.classes_[1]
-    "`clf.decision_function(X)` in float64 matrix products, as libsvm computes the kernel ($\\|x\\|^2 + \\|s\\|^2 - 2 x \\cdot s$); libsvm scores one sample at a time"
-    sv, coef = torch.from_numpy(clf.support_vectors_), torch.from_numpy(clf.dual_coef_[0])
-    sn = sv.square().sum(1)
-    out = [torch.exp(-clf._gamma * (xb.square().sum(1, keepdim=True) + sn - 2 * xb @ sv.T)) @ coef
-           for xb in torch.from_numpy(np.ascontiguousarray(X, dtype=np.float64)).split(chunk)]   # split gives one block even of 0 rows
-    return (torch.cat(out) + float(clf.intercept_[0])).numpy()
+    "`clf.decision_function(X)` in float64 array products, the kernel as libsvm computes it ($\\|x\\|^2 + \\|s\\|^2 - 2 x \\cdot s$); libsvm scores one sample at a time"
+    sv, coef = clf.support_vectors_, clf.dual_coef_[0]
+    X, sn, out = np.ascontiguousarray(X, dtype=np.float64), np.einsum('kj,kj->k', sv, sv), []
+    for i in range(0, len(X), chunk):   # numpy's einsum: one thread, no BLAS pool (see below)
+        xb = X[i:i+chunk]
+        out.append(np.einsum('ik,k->i', np.exp(-clf._gamma * (np.einsum('ij,ij->i', xb, xb)[:, None] + sn - 2 * np.einsum('ij,kj->ik', xb, sv))), coef))
+    return np.concatenate(out or [np.zeros(0)]) + clf.intercept_[0]
 
 # %% ../nbs/06_metrics.ipynb #e9125de4
 def _kl_rows(p, q):
