@@ -52,3 +52,23 @@ def test_corrupt_checkpoint(out):
     assert 'corrupt checkpoint' in str(e.value), str(e.value)
     assert (d/'results.csv').read_bytes() == before
     assert sorted(p.name for p in (d/'checkpoints').iterdir()) == ckpts, "a model was trained before the check"
+
+def test_readme_api_reads_what_a_dataloader_yields():
+    "`lotus_unlearn` (the README's call) on a user's DataLoaders: one whose sampler draws other items than its Dataset's is refused, naming the set, before anything is read or trained; one with a SubsetRandomSampler unlearns exactly that subset (lotus_nb 0.4.1 read its whole Dataset)"
+    import copy, torch, torch.nn as nn
+    from torch.utils.data import TensorDataset, DataLoader, Subset, WeightedRandomSampler, SubsetRandomSampler
+    from lotus_nb.lotus import lotus_unlearn
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(120, 1, 8, 8, generator=g), torch.arange(120) % 4
+    ds, retain, unseen = TensorDataset(x, y), TensorDataset(x[20:100], y[20:100]), TensorDataset(x[100:], y[100:])
+    torch.manual_seed(0); model = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    weights = copy.deepcopy(model.state_dict())
+    with pytest.raises(ValueError, match='the forget set: .*WeightedRandomSampler'):
+        lotus_unlearn(model, DataLoader(ds, sampler=WeightedRandomSampler([1.] * 120, 20, generator=g)), retain, unseen, progress=False)
+    with pytest.raises(ValueError, match='the retain set: labels must be class indices'):
+        lotus_unlearn(model, ds, TensorDataset(x[20:100], nn.functional.one_hot(y[20:100]).float()), unseen, progress=False)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
+    run = lambda forget: lotus_unlearn(model, forget, retain, unseen, seed=0, progress=False, epochs=2)[0].state_dict()
+    by_sampler, by_subset, whole = run(DataLoader(ds, batch_size=7, sampler=SubsetRandomSampler(range(20)))), run(Subset(ds, range(20))), run(ds)
+    assert all(torch.equal(v, by_subset[k]) for k, v in by_sampler.items()), "the SubsetRandomSampler's items are not the forget set"
+    assert not all(torch.equal(v, whole[k]) for k, v in by_sampler.items()), "the check cannot tell the subset from the whole Dataset"
