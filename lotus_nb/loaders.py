@@ -20,7 +20,7 @@ __all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize',
            'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
            'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'seed_host',
            'seeded', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of',
-           'as_split', 'user_dataset', 'as_splits']
+           'as_split', 'split_of', 'user_dataset', 'as_splits']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -518,8 +518,16 @@ def as_split(data,               # a Split, a torch Dataset or a DataLoader
             ):
     "A split from a split, a `Dataset` or a `DataLoader`: tensors sliced in place, a Dataset read once into memory, or a stream"
     if isinstance(data, Split): return data
+    return split_of(*user_dataset(data, what), cache, budget_gb, progress)
+
+def split_of(ds,                 # a map-style Dataset that user_dataset has checked
+             workers=None,       # the DataLoader workers it came with (None: default_workers)
+             cache='auto',       # as in as_split
+             budget_gb:float=4., # as in as_split
+             progress:bool=True, # as in as_split
+            ):
+    "`as_split` of a Dataset already checked by `user_dataset`"
     if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
-    ds, workers = user_dataset(data, what)
     if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
     if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
     if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m   # read before, when it was not random: no probe
@@ -577,6 +585,5 @@ def as_splits(sets:dict, # name -> a split, Dataset, DataLoader or None
               **kwargs,  # passed to as_split
              ) -> dict:  # name -> split (None stays None)
     "`as_split` of each set, once every one has passed `user_dataset`'s checks: a bad set is refused before any is read"
-    for k, v in sets.items():
-        if v is not None and not isinstance(v, Split): user_dataset(v, f'the {k} set')
-    return {k: None if v is None else as_split(v, what=f'the {k} set', **kwargs) for k, v in sets.items()}
+    checked = {k: v if v is None or isinstance(v, Split) else user_dataset(v, f'the {k} set') for k, v in sets.items()}
+    return {k: v if v is None or isinstance(v, Split) else split_of(*v, **kwargs) for k, v in checked.items()}
