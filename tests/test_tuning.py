@@ -78,6 +78,17 @@ tune(BenchmarkSpec('digits', 'resnet18_tiny', train_epochs=2), 'lotus', trials=i
      device='cpu', progress=False)
 """
 
+def study_made(url: str) -> bool:
+    "Whether the study exists, read without Optuna: opening the storage with Optuna while the child is still creating it races it to write the schema version (UNIQUE constraint failed: alembic_version)"
+    import sqlite3
+    path = url.removeprefix('sqlite:///')
+    if not os.path.exists(path): return False
+    try:
+        with sqlite3.connect(f'file:{path}?mode=ro', uri=True, timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM alembic_version").fetchone()[0] > 0 and \
+                   db.execute("SELECT COUNT(*) FROM studies WHERE study_name = 'lotus'").fetchone()[0] > 0
+    except sqlite3.Error: return False             # tables not made yet, or locked
+
 def snapshot(url: str) -> list:
     "(number, state, params, value, user attrs) of every trial of the study 'lotus' in `url`"
     st = optuna.load_study(study_name='lotus', storage=url)
@@ -96,8 +107,8 @@ def test_killed_study_resumes(tmp_path):
         while time.time() - t0 < 300:
             time.sleep(0.2)
             if p.poll() is not None: pytest.fail(f"the study ended before it was killed:\n{p.stdout.read().decode()[-5000:]}")
-            try: snap = snapshot(url)
-            except Exception: continue                 # the storage is not there yet
+            if not study_made(url): continue           # the child is still creating the storage
+            snap = snapshot(url)
             if sum(s == TrialState.COMPLETE for _, s, *_ in snap) >= 2 and snap[-1][1] == TrialState.RUNNING: break
         else: pytest.fail("no two finished trials in 300 s")
         os.killpg(p.pid, signal.SIGKILL)
