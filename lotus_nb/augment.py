@@ -12,7 +12,7 @@ from .data import check_choice
 __all__ = ['AUGMENTS', 'random_flip', 'random_affine', 'color_jitter', 'augment_batch']
 
 # %% ../nbs/01c_augment.ipynb #88932167
-AUGMENTS = ('none', 'crop', 'crop_flip', 'flip', 'mufac')
+AUGMENTS = ('none', 'crop', 'crop_flip', 'crop_edge_flip', 'flip', 'mufac')
 
 def random_flip(x:torch.Tensor, # B x C x H x W batch
                 generator=None, # CPU torch.Generator drawing which images flip; None: the global one
@@ -56,17 +56,17 @@ def augment_batch(x:torch.Tensor,       # B x C x H x W batch, float 0-255
                   kind:str='crop_flip',  # one of AUGMENTS
                   generator:torch.Generator=None, # CPU generator of every random draw; None: the global one
                  ):
-    "Training augmentation of a whole batch: random crop with padding `H//8`, flips, or MUFAC's flip + affine + colour jitter"
+    "Training augmentation of a whole batch: random crop with padding `H//8` (zeros, or the edge pixels repeated), flips, or MUFAC's flip + affine + colour jitter"
     check_choice(kind, AUGMENTS, 'augmentation')
     if kind == 'none': return x
     if kind == 'flip': return random_flip(x, generator)
     if kind == 'mufac': return color_jitter(random_affine(random_flip(x, generator), generator), generator)
     b, c, h, w = x.shape; p = max(1, h//8)
-    xp = F.pad(x, (p, p, p, p))
+    xp = F.pad(x, (p, p, p, p), mode='replicate' if kind == 'crop_edge_flip' else 'constant')   # torchvision's padding_mode 'edge' is 'replicate'
     oy, ox = (torch.randint(0, 2*p+1, (2, b), generator=generator)).to(x.device)
     rows = (oy[:,None] + torch.arange(h, device=x.device))[:,None,:,None]
     cols = (ox[:,None] + torch.arange(w, device=x.device))
-    if kind == 'crop_flip':
+    if kind in ('crop_flip', 'crop_edge_flip'):
         flip = (torch.rand(b, generator=generator) < 0.5).to(x.device)
         cols = torch.where(flip[:,None], cols.flip(1), cols)
     cols = cols[:,None,None,:]

@@ -11,34 +11,41 @@ import numpy as np, pandas as pd, torch, torch.nn as nn
 import matplotlib.pyplot as plt
 from tqdm.auto import tqdm
 from .data import DATASETS, load_dataset, dataset_defaults, check_choice, check_fraction, check_seed, torch_threads
+from .augment import AUGMENTS
 from .splits import dataset_splits, split_rule
-from .loaders import device_splits, unseen_split
+from .loaders import device_splits, unseen_split, check_disjoint
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, reinit_copy, weights_digest
 from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key, get_device, set_seed, to_device
 from .methods import UnlearnTask, method_config, unlearn, list_methods, check_method, is_reference, role_method, display_name
-from .metrics import evaluate, reference_outputs, avg_gap, resolve
+from .metrics import evaluate, reference_outputs, avg_gap, resolve, MIA_NONMEMBERS
 from .store import Store, METRICS, row_id
 from .report import report_tables, table_hyperparams, save_table, plot_tau_trace, plot_entropy
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults', 'register_unseen', 'unseen_sources',
-           'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'prepare',
-           'SeedContext', 'fit_original', 'seed_context', 'measure', 'check_threads', 'run_seed', 'Benchmark',
-           'check_checkpoints', 'run_benchmark', 'check_method_seeds', 'report']
+__all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults', 'benchmark_augment',
+           'register_unseen', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class',
+           'Prepared', 'benchmark_name', 'prepare', 'SeedContext', 'fit_original', 'seed_context', 'measure',
+           'check_threads', 'run_seed', 'Benchmark', 'check_checkpoints', 'run_benchmark', 'check_method_seeds',
+           'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
 # Keys: a dataset, or (dataset, arch) for what holds only with one architecture; the second wins. In method_overrides,
 # '*' stands for every unlearning method, and a method's own entry wins over it. Paper-scale values are those of the
 # runs behind the paper's numbers, cspartalis/LoTUS src/bash_scripts/reproduce_results.sh (line numbers below).
 BENCHMARK_DEFAULTS = {
-    'digits': dict(train_size=None, img_size=None, augment=None, recipe=Recipe(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None)),
-    'fashionmnist': dict(train_size=2_500, img_size=14, augment='none', recipe=Recipe(epochs=25, batch_size=256, lr=0.1, warmup=2, patience=None)),
+    'digits': dict(train_size=None, img_size=None, augment=None,
+                   recipe=Recipe(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None, schedule='cosine', keep='best')),
+    'fashionmnist': dict(train_size=2_500, img_size=14, augment='none',
+                         recipe=Recipe(epochs=25, batch_size=256, lr=0.1, warmup=2, patience=None, schedule='cosine', keep='best')),
     'imagenet': dict(method_overrides={'*': {'batch_size': 256},    # ViT ImageNet block: every method at 256 (lines 115, 121)
                                        'unsir': {'batch_size': 64}}), # UNSIR at 64, for memory (line 119)
     ('mufac', 'resnet'): dict(method_overrides={'unsir': {'batch_size': 64}}),  # line 49
     ('cifar10', 'resnet'): dict(method_overrides={'lotus': {'alpha': 8.}}),    # line 19; alpha 2 elsewhere (PROTOCOL section 2)
+    ('cifar10', 'vit'): dict(augment='none'),      # the ViT gets no crop (helpers/data_utils.py:136-141), and CIFAR no flip (74)
+    ('cifar100', 'vit'): dict(augment='none'),
+    ('tinyimagenet', 'vit'): dict(augment='flip'), # the flip alone (data_utils.py:116)
 }
 
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
@@ -54,6 +61,15 @@ def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
     every = mo.pop('*', None)
     if every is not None: mo = {m: {**every, **mo.get(m, {})} for m in list_methods(reference=False)}
     return {**out, 'method_overrides': mo}
+
+def benchmark_augment(dataset:str,       # registry name
+                      model:str,         # registry name (resolved, not 'auto'): its arch picks the default
+                      augment='default', # 'default', or an augment_batch kind (AUGMENTS) that replaces it
+                     ) -> str: # the kind f_orig and f_gold train with; None: the loader's own
+    "The training augmentation of `dataset` with `model`: `augment`, or by default the benchmark default, else the dataset's registered one"
+    if augment != 'default': return check_choice(augment, AUGMENTS, 'augmentation')
+    return benchmark_defaults(dataset, model)['augment'] or dataset_defaults(dataset).augment
+
 
 # %% ../nbs/08_experiment.ipynb #27bebff8
 UNSEEN_SOURCES = {}   # filled by the modules that register generators (lotus_nb.synthetic), which lotus_nb.catalog imports
@@ -87,6 +103,8 @@ class BenchmarkSpec:
     data_options: dict = None         # options of the dataset's loader, e.g. {'forget_rule': 'first'} (ImageNet: the authors' fixed forget set)
     split: str = 'random'             # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES): 'random' is the paper's
     split_options: dict = None        # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
+    augment: object = 'default'       # augmentation of f_orig and f_gold; 'default': benchmark_augment's, else an AUGMENTS kind
+    mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -103,6 +121,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved (model not 'au
     "Validate a (resolved) benchmark and its run; returns the seeds and methods as lists"
     check_choice(spec.dataset, DATASETS, 'dataset'); check_choice(spec.model, MODELS, 'model')
     check_choice(spec.unseen, unseen_sources(spec.dataset), 'unseen source')
+    benchmark_augment(spec.dataset, spec.model, spec.augment); check_choice(spec.mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set')
     gold, has_gold = role_method('gold'), dataset_defaults(spec.dataset).gold
     if methods is None: methods = [m for m in list_methods() if has_gold or m != gold]
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
@@ -219,7 +238,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     if spec.train_epochs is not None: recipe = dataclasses.replace(recipe, epochs=min(recipe.epochs, spec.train_epochs))
     data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, **(spec.data_options or {}))
     unseen_data = load_dataset(spec.unseen, root=spec.data_root) if spec.unseen in DATASETS else None
-    if dflt['augment'] is not None: data.augment = dflt['augment']
+    if (augment := benchmark_augment(spec.dataset, spec.model, spec.augment)) is not None: data.augment = augment   # in the checkpoint keys as base's augment
     forget_class = resolve_class(data, spec.forget_class)
     forget_pct = None if forget_class is not None else spec.forget_pct
     arch, kind = model_arch(spec.model), 'instance' if forget_class is None else 'class'
@@ -230,6 +249,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)))   # the paper's rule keeps the keys of earlier runs
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
+    if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
     setup = {m: cache_key(**base, cfg=dataclasses.asdict(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
     return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id)
@@ -243,12 +263,14 @@ class SeedContext:
     f_gold: nn.Module     # None without a gold model (ImageNet)
     task: UnlearnTask     # what the methods get: forget, retain, the methods' $D_u$, seed, cached models
     ref: object           # the reference outputs of evaluate (f_gold, f_orig, f_rand), computed once
+    mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members (the benchmark's)
     def evaluate(self, model, # the model to score, e.g. an unlearned f_un
                  **kw         # passed on to lotus_nb.metrics.evaluate
                 ) -> dict:
-        "The metrics of `model` on this seed's splits, against the cached reference outputs"
+        "The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference outputs, the MIA's non-members the benchmark's"
         ts = self.splits
-        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=self.ref, **kw)
+        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=self.ref,
+                        **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, **kw})
 
 def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains its original model)
                  seed:int,           # seeds the training
@@ -270,17 +292,18 @@ def seed_context(prep:Prepared,      # the prepared benchmark
     dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, store)
     model, dd, make = prep.spec.model, dataset_defaults(prep.spec.dataset), prep.make_model
     ts = prep.device_splits(seed, dev)
+    check_disjoint(ts)   # forget, retain, unseen and test share no item: refused before any training
     if dd.train_original: f_orig, orig_meta = fit_original(prep, seed, orig_ck, ts, dev, progress)
     else: f_orig, orig_meta = to_device(make(), dev), dict(time_min=float('nan'), history=[])  # the pretrained model is f_orig
     f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
                          else (None, None))
-    ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed))
+    ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'])
     if prep.spec.unseen == 'heldout': unseen = ts['unseen']
     elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
     else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
-    return SeedContext(ts, f_orig, f_gold, task, ref)
+    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember)
 
 def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/clear_refs), returning nan
                 ) -> float: # the process's peak resident memory since the last reset, MiB (elsewhere: since it started)
@@ -415,10 +438,14 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   threads:int=1,             # torch's CPU threads per run (recorded in each row); None: leave torch's setting
                   split:str='random',        # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES); 'random': the paper's
                   split_options:dict=None,   # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
+                  augment='default',         # augmentation of f_orig and f_gold; 'default': the authors' for the dataset and model, else an AUGMENTS kind
+                  mia_nonmember:str='test+unseen', # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
                  ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures"
-    spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, forget_class, unseen, train_size, img_size, recipe, train_epochs,
-                                      data_root, method_overrides, pretrained, retain_pct, data_options, split, split_options))
+    spec = resolve_spec(BenchmarkSpec(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, unseen=unseen,
+                                      train_size=train_size, img_size=img_size, recipe=recipe, train_epochs=train_epochs, data_root=data_root,
+                                      method_overrides=method_overrides, pretrained=pretrained, retain_pct=retain_pct, data_options=data_options,
+                                      split=split, split_options=split_options, augment=augment, mia_nonmember=mia_nonmember))
     store = Store(out_dir, cache_dir)
     seeds, methods = check_benchmark(spec, seeds, methods, store)
     mseeds = check_method_seeds(method_seeds); check_threads(threads)

@@ -63,7 +63,7 @@ def _torchvision_download(cls:str):
         getattr(torchvision.datasets, cls)(str(folder), train=True, download=True)
     return _dl
 
-@register_dataset('cifar10', model='resnet18', img_size=32, augment='crop_flip', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
+@register_dataset('cifar10', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
 def load_cifar10(root=None,    # folder searched first; see data_dirs
                  download=True, # let torchvision download the archive when it is not found
                  ):
@@ -73,7 +73,7 @@ def load_cifar10(root=None,    # folder searched first; see data_dirs
     xte, yte = read_cifar(base, ['test_batch'], 'labels')
     return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'])
 
-@register_dataset('cifar100', model='resnet18', img_size=32, augment='crop_flip', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
+@register_dataset('cifar100', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
 def load_cifar100(root=None,    # folder searched first; see data_dirs
                   download=True, # let torchvision download the archive when it is not found
                   ):

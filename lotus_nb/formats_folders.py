@@ -46,7 +46,7 @@ def _tiny_download(folder):
     from torchvision.datasets.utils import download_and_extract_archive
     download_and_extract_archive(TINY_URL, str(folder), md5=TINY_MD5)
 
-@register_dataset('tinyimagenet', model='resnet18', img_size=64, augment='flip', mean=TINY_MEAN, std=TINY_STD, in_memory='auto')
+@register_dataset('tinyimagenet', model='resnet18', img_size=64, augment='crop_edge_flip', mean=TINY_MEAN, std=TINY_STD, in_memory='auto')
 def load_tinyimagenet(root=None,    # folder searched first; see data_dirs
                       download=True, # fetch the official archive when it is not found
                       ):

@@ -9,7 +9,7 @@ import numpy as np, torch, torch.nn as nn
 import matplotlib.pyplot as plt
 from .data import optional_import
 from .loaders import unnormalize
-from .models import CifarResNet
+from .models import CifarResNet, AuthorsResNet
 
 # %% auto #0
 __all__ = ['tokens_to_map', 'cam_candidates', 'cam_layer', 'grad_cam', 'predicted', 'show_image', 'plot_gradcams']
@@ -23,10 +23,10 @@ def tokens_to_map(prefix:int # tokens before the patch tokens (1: the class toke
         return t.reshape(t.shape[0], side, side, t.shape[2]).permute(0, 3, 1, 2)
     return _reshape
 
-def cam_candidates(model:nn.Module # CifarResNet, torchvision ResNet, timm ViT or torchvision ViT
+def cam_candidates(model:nn.Module # CifarResNet, AuthorsResNet, torchvision ResNet, timm ViT or torchvision ViT
                   ) -> tuple:      # (layers shallow to deep, reshape or None)
     "The layers Grad-CAM can read in `model` (our ResNets and ViTs), shallow to deep, and the reshape of their outputs (None: already maps)"
-    if isinstance(model, CifarResNet): return list(model.blocks), None
+    if isinstance(model, (CifarResNet, AuthorsResNet)): return list(model.blocks), None
     if hasattr(model, 'layer4'): return [b for l in (model.layer1, model.layer2, model.layer3, model.layer4) for b in l], None   # torchvision ResNet
     if hasattr(model, 'num_prefix_tokens'): return [b.norm1 for b in model.blocks], tokens_to_map(model.num_prefix_tokens)      # timm ViT
     if hasattr(getattr(model, 'encoder', None), 'layers'): return [l.ln_1 for l in model.encoder.layers], tokens_to_map(1)     # torchvision ViT

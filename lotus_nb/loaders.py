@@ -4,7 +4,8 @@
 
 # %% ../nbs/01d_loaders.ipynb #0011ed7f
 from __future__ import annotations
-import dataclasses, math, random, weakref
+import ast, dataclasses, hashlib, io, math, multiprocessing, os, pickle, random, sys, types, warnings, weakref
+from pathlib import Path
 from contextlib import contextmanager
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -16,11 +17,13 @@ from .splits import Splits
 from .augment import augment_batch
 
 # %% auto #0
-__all__ = ['RANDOM_OPS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader',
-           'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits',
-           'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels', 'random_transform', 'seed_host',
-           'seeded', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'read_into_memory', 'DatasetSplit', 'memory_of',
-           'as_split', 'split_of', 'user_dataset', 'as_splits']
+__all__ = ['PROBE_SEEDS', 'RANDOM_OPS', 'CHECKED_SETS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader',
+           'IndexSplit', 'TensorLoader', 'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit',
+           'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels',
+           'random_transform', 'seed_host', 'seeded', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'read_into_memory',
+           'DatasetSplit', 'memory_of', 'as_split', 'split_of', 'WorkersWarning', 'unspawnable', 'start_method',
+           'spawn_safe', 'user_dataset', 'as_splits', 'SetsWarning', 'item_index', 'item_digests', 'check_disjoint',
+           'check_model_fits', 'MemorisationWarning', 'fit_stats', 'memorisation_warning']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -329,15 +332,36 @@ def dataset_tensors(ds # a map-style Dataset
         return x, y, np.arange(len(x))
     return None
 
-def dataset_labels(ds # a map-style Dataset of (x, y, ...) items
+def _base_of(ds):
+    "(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, the positions of `ds`'s items in it)"
+    if isinstance(ds, Subset):
+        base, pos = _base_of(ds.dataset); return base, pos[np.asarray(ds.indices, dtype=np.int64)]
+    if isinstance(ds, ConcatDataset) and ds.datasets:
+        parts = [_base_of(d) for d in ds.datasets]
+        if all(p[0] is parts[0][0] for p in parts): return parts[0][0], np.concatenate([p[1] for p in parts])
+    return ds, np.arange(len(ds))
+
+def _origin(ds) -> tuple:
+    "(a weak reference to the Dataset under `ds`'s Subsets, the positions of `ds`'s items in it): where a read's rows came from; None where it cannot be referenced"
+    base, pos = _base_of(ds)
+    try: return weakref.ref(base), pos
+    except TypeError: return None
+
+def dataset_labels(ds,             # a map-style Dataset of (x, y, ...) items
+                   read:bool=True, # False: None where the labels could only be had by reading every item
                   ) -> torch.Tensor: # every item's label, in order (CPU, int64)
     "Labels of `ds`, from its label tensor, `targets`, a Subset's indices or a ConcatDataset's parts where it has them; else read item by item"
     if (t := dataset_tensors(ds)) is not None: return t[1][torch.as_tensor(t[2])].long().cpu()
-    if isinstance(ds, Subset): return dataset_labels(ds.dataset)[torch.as_tensor(np.asarray(ds.indices, dtype=np.int64))]
-    if isinstance(ds, ConcatDataset): return torch.cat([dataset_labels(d) for d in ds.datasets])
+    if isinstance(ds, Subset):
+        lab = dataset_labels(ds.dataset, read)
+        return None if lab is None else lab[torch.as_tensor(np.asarray(ds.indices, dtype=np.int64))]
+    if isinstance(ds, ConcatDataset):
+        parts = [dataset_labels(d, read) for d in ds.datasets]
+        return None if any(p is None for p in parts) else torch.cat(parts)
     if getattr(ds, 'targets', None) is not None and len(ds.targets) == len(ds): return torch.as_tensor(np.asarray(ds.targets)).long()
-    return torch.as_tensor([int(ds[i][1]) for i in range(len(ds))])
+    return torch.as_tensor([int(ds[i][1]) for i in range(len(ds))]) if read else None
 
+PROBE_SEEDS = (0, 1, 2, 3)   # their first draws fall on both sides of 1/2 in torch's, numpy's and Python's streams (seeds 1 and 2 alone do not in torch's)
 RANDOM_OPS = ('Random', 'ColorJitter', 'AutoAugment', 'AugMix', 'TrivialAugment', 'ElasticTransform', 'GaussianBlur', 'Mixup', 'CutMix')
 
 def random_transform(ds,            # a map-style Dataset
@@ -351,9 +375,9 @@ def random_transform(ds,            # a map-style Dataset
     if not probe or len(ds) == 0: return False
     for i in np.linspace(0, len(ds) - 1, min(probe, len(ds))).astype(int):
         reads = []
-        for s in (1, 2):
+        for s in PROBE_SEEDS:
             with seeded(s): reads.append(torch.as_tensor(np.asarray(ds[int(i)][0])))
-        if reads[0].shape != reads[1].shape or not torch.equal(reads[0], reads[1]): return True
+        if any(r.shape != reads[0].shape or not torch.equal(r, reads[0]) for r in reads[1:]): return True
     return False
 
 def seed_host(seed:int # seeds torch's CPU generator, numpy's and Python's global random streams
@@ -411,6 +435,7 @@ class MemorySplit(IndexSplit):
     x: torch.Tensor  # every item's input, as the dataset yields it (already transformed and normalised)
     y: torch.Tensor  # every label (int64), on x's device
     idx: np.ndarray  # positions of this split's items in x
+    origin: tuple = None  # (a weak reference to the Dataset x was read from, the position there of each row of x); None: x is the data itself
     @property
     def images(self) -> torch.Tensor: return self.x
     def loader(self,
@@ -433,7 +458,9 @@ class MemorySplit(IndexSplit):
         if not isinstance(other, MemorySplit): raise TypeError(f"a MemorySplit concatenates with a MemorySplit, not a {type(other).__name__}")
         take = lambda s, t: t[torch.as_tensor(s.idx, device=t.device)].to(self.x.device)
         x, y = torch.cat([take(self, self.x), take(other, other.x)]), torch.cat([take(self, self.y), take(other, other.y)])
-        return MemorySplit(x, y, np.arange(len(x)))
+        same = self.origin is not None and other.origin is not None and self.origin[0]() is not None and self.origin[0]() is other.origin[0]()
+        origin = (self.origin[0], np.concatenate([np.asarray(s.origin[1])[np.asarray(s.idx)] for s in (self, other)])) if same else None
+        return MemorySplit(x, y, np.arange(len(x)), origin)
 
 def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) items with tensor-like x
                      budget_gb:float=4., # the most memory its inputs may take; over it: None
@@ -445,7 +472,7 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
     x0 = torch.as_tensor(np.asarray(ds[0][0]))
     if x0.numel()*x0.element_size()*len(ds) > budget_gb*2**30: return None
     x = torch.empty((len(ds), *x0.shape), dtype=x0.dtype); y = torch.empty(len(ds), dtype=torch.long); i = 0
-    dl = DataLoader(ds, batch_size=256, num_workers=default_workers(len(ds), num_workers), generator=quiet_generator())
+    dl = DataLoader(ds, batch_size=256, num_workers=spawn_safe(ds, default_workers(len(ds), num_workers)), generator=quiet_generator())
     for b in one_pass(dl, desc=f'reading {what or type(ds).__name__} into memory', disable=not progress, leave=False):
         n = len(b[1]); x[i:i+n], y[i:i+n] = torch.as_tensor(b[0]), torch.as_tensor(b[1]); i += n
     if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
@@ -475,8 +502,9 @@ class DatasetSplit(Split):
                 return m.loader(batch_size, False, seed, tags)
             ds = FixedDraws(ds)
         if tags is not None: ds = TaggedDataset(ds, tags)
-        return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=self.num_workers, pin_memory=torch.cuda.is_available(),
-                          prefetch_factor=4 if self.num_workers else None, generator=quiet_generator(seed))
+        nw = spawn_safe(self.dataset, self.num_workers)   # none where a spawned worker could not load the dataset
+        return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=nw, pin_memory=torch.cuda.is_available(),
+                          prefetch_factor=4 if nw else None, generator=quiet_generator(seed))
     def subset(self,
                frac:float, # share of each class kept
                seed:int,   # seeds the draw
@@ -507,7 +535,7 @@ def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items w
     if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].x[0]): return hit[1]
     if not read: return None
     m = read_into_memory(view, budget_gb, progress, num_workers, f'{type(ds).__name__} (one draw per item)' if mode == 'fixed' else None)
-    if m is not None: hits[mode] = (key, m)
+    if m is not None: m = dataclasses.replace(m, origin=_origin(ds)); hits[mode] = (key, m)
     return m
 
 def as_split(data,               # a Split, a torch Dataset or a DataLoader
@@ -534,6 +562,66 @@ def split_of(ds,                 # a map-style Dataset that user_dataset has che
     rnd = random_transform(ds)
     if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
     return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
+
+# %% ../nbs/01d_loaders.ipynb #c3a9e5d2
+class WorkersWarning(UserWarning):
+    "DataLoader workers were turned off: a spawned worker could not load the dataset"
+    def __init__(self, msg:str): # names the dataset, what a worker could not load, and the fix
+        super().__init__(msg)
+
+class _Globals(pickle.Pickler):
+    "A pickler that writes nothing and notes every class and function the pickle would name (tensors and arrays: their type only, not their data)"
+    def __init__(self):
+        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL); self.names = set()
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            self.names.add((getattr(obj, '__module__', None), getattr(obj, '__qualname__', repr(obj))))
+        elif isinstance(obj, (torch.Tensor, np.ndarray)): return type(obj), ()   # the type is named; the data is skipped
+        return NotImplemented
+
+def _main_defines(name:str) -> bool:
+    "Whether a process spawned from this one defines `name` at the top of its `__main__`: a script's (or `-m` module's) top-level definition; never a notebook's, `-c`'s or stdin's"
+    main = sys.modules.get('__main__'); spec = getattr(main, '__spec__', None)
+    path = getattr(spec, 'origin', None) or getattr(main, '__file__', None)
+    if not path or not os.path.isfile(path) or hasattr(sys, 'ps1'): return False
+    try: tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError): return False
+    top = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    top |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    return name.split('.')[0] in top
+
+_SPAWNABLE = weakref.WeakKeyDictionary()   # Dataset -> why spawned workers cannot load it ('' when they can)
+
+def unspawnable(ds, # a Dataset a DataLoader would send to its workers
+               ) -> str: # why a worker started by spawn or forkserver could not load it; '' when it could
+    "Why `ds` cannot reach a spawned DataLoader worker: it cannot be pickled, or it names a class or function of `__main__` the worker does not define"
+    try: return _SPAWNABLE[ds]
+    except (KeyError, TypeError): pass
+    p = _Globals()
+    try: p.dump(ds); why = ''
+    except Exception as e: why = f"it cannot be pickled ({type(e).__name__}: {e})"
+    if not why:
+        bad = sorted(q for m, q in p.names if m == '__main__' and not _main_defines(q))
+        if bad: why = (f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} defined in __main__ (a notebook, or code run by `python -c`), "
+                       "which a spawned worker does not run")
+    try: _SPAWNABLE[ds] = why
+    except TypeError: pass
+    return why
+
+def start_method() -> str:
+    "The start method of new processes: the one set, else the platform's default ('fork' on Linux, 'spawn' on macOS and Windows)"
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+
+def spawn_safe(ds,              # the Dataset the DataLoader reads
+               num_workers:int, # the workers asked for
+               method:str=None, # how the workers start; None: start_method()
+              ) -> int:         # num_workers, or 0 where they could not load ds
+    "`num_workers`, or 0 with a `WorkersWarning` where workers are not forked and could not load `ds` (see `unspawnable`)"
+    if not num_workers or (method := method or start_method()) == 'fork' or not (why := unspawnable(ds)): return num_workers
+    warnings.warn(f"{type(ds).__name__} is read without DataLoader workers: workers started by {method!r} unpickle it, and {why}. "
+                  "Define its classes and transforms in a module (a .py file it imports) to read it with workers.", WorkersWarning, stacklevel=3)
+    return 0
+
 
 # %% ../nbs/01d_loaders.ipynb #3c605839
 def _check_class_indices(y, what:str, per_item:bool):
@@ -587,3 +675,204 @@ def as_splits(sets:dict, # name -> a split, Dataset, DataLoader or None
     "`as_split` of each set, once every one has passed `user_dataset`'s checks: a bad set is refused before any is read"
     checked = {k: v if v is None or isinstance(v, Split) else user_dataset(v, f'the {k} set') for k, v in sets.items()}
     return {k: v if v is None or isinstance(v, Split) else split_of(*v, **kwargs) for k, v in checked.items()}
+
+# %% ../nbs/01d_loaders.ipynb #f6b2a8d5
+class SetsWarning(UserWarning):
+    "A doubt about the sets given to an unlearning method or `evaluate` that does not stop the run"
+    def __init__(self, msg:str): # names the set(s) and what was found
+        super().__init__(msg)
+
+CHECKED_SETS = ('forget', 'retain', 'unseen', 'test')   # the sets check_disjoint keeps apart
+
+def item_index(s, # a split
+              ) -> tuple: # (base, positions): the split's items are base's items at positions; None when unknown
+    "Where a split's items sit in the data they are a view of: a tensor, an `ImageFiles`, or the `Dataset` a `Subset` or a read came from"
+    if isinstance(s, MemorySplit) and s.origin is not None and (base := s.origin[0]()) is not None: return base, np.asarray(s.origin[1])[np.asarray(s.idx)]
+    if isinstance(s, IndexSplit): return s.images, np.asarray(s.idx)
+    if isinstance(s, DatasetSplit): return _base_of(s.dataset)
+    return None
+
+_DIGESTS = {}   # (id(owner), id(labels)) -> (weak references to both, digest per item, which are computed): each item hashed once
+
+def _digests(owner,      # what the items belong to: a tensor, an ImageFiles, a Dataset
+             n:int,      # its number of items
+             pos,        # the positions wanted
+             fn,         # fn(positions, ascending) -> their digests
+             labels=None, # the labels that go with owner's items, where they are apart from it (a split's y)
+            ) -> np.ndarray: # the digests at pos, 16 bytes each
+    "The digests of `owner`'s items at `pos`, each computed once while `owner` (and `labels`) live"
+    key = (id(owner), id(labels)); hit = _DIGESTS.get(key)
+    if hit is None or hit[0]() is not owner or hit[1]() is not labels:
+        drop = lambda _, k=key: _DIGESTS.pop(k, None)
+        hit = _DIGESTS[key] = (weakref.ref(owner, drop), (lambda: None) if labels is None else weakref.ref(labels, drop), np.zeros(n, 'V16'), np.zeros(n, bool))
+    *_, dig, done = hit; pos = np.asarray(pos, dtype=np.int64); todo = np.unique(pos[~done[pos]])
+    if len(todo): dig[todo], done[todo] = fn(todo), True
+    return dig[pos]
+
+def _hash_rows(x, y, pos, chunk:int=4096) -> np.ndarray:
+    "Digests of the rows `x[pos]` (their bytes) with their labels `y[pos]`: SHA-256, cut to 16 bytes; `pos` ascending"
+    out = []
+    for i in range(0, len(pos), chunk):
+        p = pos[i:i+chunk]
+        xb = x[int(p[0]):int(p[-1]) + 1] if p[-1] - p[0] + 1 == len(p) else x[torch.as_tensor(p).to(x.device)]   # a run of positions: a view
+        rows = xb.cpu().contiguous().reshape(len(p), -1).view(torch.uint8).numpy()
+        ys = y[torch.as_tensor(p).to(y.device)].long().cpu().numpy().astype('<i8').tobytes()
+        for j, r in enumerate(rows): h = hashlib.sha256(r); h.update(ys[8*j:8*j + 8]); out.append(h.digest()[:16])
+    return np.frombuffer(b''.join(out), 'V16')
+
+def _hash_keys(keys) -> np.ndarray:
+    "Digests of `keys` (strings): SHA-256, cut to 16 bytes"
+    return np.frombuffer(b''.join(hashlib.sha256(k.encode()).digest()[:16] for k in keys), 'V16')
+
+def item_digests(s, # a split
+                ) -> tuple: # (kind, one 16-byte digest per item); None where the items are not at hand without reading the data again
+    "What each item of a split is, as a digest comparable between splits of one `kind`: 'items <dtype> <shape>' (the input tensor and label), 'files' (the image file and label), 'raw <class>' (a torchvision dataset's stored image and label)"
+    if isinstance(s, (TensorSplit, MemorySplit)):
+        kind = f"items {str(s.x.dtype).removeprefix('torch.')} {tuple(s.x.shape[1:])}"   # inputs of another dtype or shape are other items
+        return kind, _digests(s.x, len(s.x), s.idx, lambda p: _hash_rows(s.x, s.y, p), s.y)
+    if isinstance(s, FileSplit):
+        return 'files', _digests(s.files, len(s.files), s.idx, lambda p: _hash_keys(f"{s.files.paths[j]}\0{int(s.y[j])}" for j in p), s.y)
+    if isinstance(s, DatasetSplit):
+        base, pos = _base_of(s.dataset)
+        if isinstance(getattr(base, 'samples', None), list) and len(base.samples) == len(base):      # ImageFolder and its kin: (path, label)
+            return 'files', _digests(base, len(base), pos, lambda p: _hash_keys(f"{base.samples[j][0]}\0{int(base.samples[j][1])}" for j in p))
+        data, targets = getattr(base, 'data', None), getattr(base, 'targets', None)
+        if isinstance(data, (torch.Tensor, np.ndarray)) and targets is not None and len(data) == len(targets) == len(base):   # CIFAR, MNIST...
+            x, y = torch.as_tensor(data), torch.as_tensor(np.asarray(targets))
+            return f'raw {type(base).__name__}', _digests(base, len(base), pos, lambda p: _hash_rows(x, y, p))
+    return None
+
+
+# %% ../nbs/01d_loaders.ipynb #a7c3b9e6
+_WHY = dict(forget_retain="an item cannot be forgotten and retained at once",
+            unseen="the unseen set D_u must be data the model never trained on: LoTUS steers the forget accuracy to the original model's accuracy on it",
+            test="the test set must be data the model never trained on",
+            unseen_test="the paper's D_u and test set are the two halves of the held-out data: the entropy MIA takes its non-members from D_u, the loss and SVC MIAs from the test set")
+
+def _why(a, b):
+    "What the overlap of sets `a` and `b` breaks"
+    pair = {a, b}
+    if pair == {'forget', 'retain'}: return _WHY['forget_retain']
+    if pair == {'unseen', 'test'}: return _WHY['unseen_test']
+    return _WHY['unseen' if 'unseen' in pair else 'test']
+
+def check_disjoint(sets:dict,           # name -> split (as as_splits returns them) or None; forget, retain, unseen and test are checked
+                   dup_tol:float=0.01,  # equal items (by content) up to this share of the smaller set are warned about (SetsWarning), not refused
+                  ) -> dict:            # 'a/b' -> how the pair was checked: 'index', 'content' or 'unchecked'
+    "Refuse sets that share items, naming the two sets and how many items they share: by index where both are views of one dataset, else by content"
+    names = [k for k in CHECKED_SETS if sets.get(k) is not None]; how = {}
+    for i, a in enumerate(names):
+        for b in names[i+1:]:
+            sa, sb = sets[a], sets[b]; ia, ib = item_index(sa), item_index(sb)
+            if ia is not None and ib is not None and ia[0] is ib[0]:
+                n, how[f'{a}/{b}'] = len(np.intersect1d(ia[1], ib[1])), 'index'
+                if n: raise ValueError(f"the {a} and {b} sets share {n} item{'s'[:n != 1]} (the same positions of one dataset): {_why(a, b)}. "
+                                       f"Make them disjoint: each item in at most one of the sets.")
+                continue
+            da, db = item_digests(sa), item_digests(sb)
+            if da is None or db is None or da[0] != db[0]: how[f'{a}/{b}'] = 'unchecked'; continue
+            n, how[f'{a}/{b}'] = len(set(da[1].tolist()) & set(db[1].tolist())), 'content'
+            msg = (f"the {a} and {b} sets share {n} item{'s'[:n != 1]} by content (equal {'image files' if da[0] == 'files' else 'inputs'} "
+                   f"with equal labels; {len(sa)} and {len(sb)} items)")
+            if n > dup_tol*min(len(sa), len(sb)):
+                raise ValueError(f"{msg}: {_why(a, b)}. Were they drawn from the same data? Make them disjoint.")
+            if n: warnings.warn(f"{msg}: duplicates in the data, few enough to be let through (at most {dup_tol:.0%} of the smaller set)", SetsWarning, stacklevel=2)
+    return how
+
+
+# %% ../nbs/01d_loaders.ipynb #c9e5d1a8
+def _head(s, n:int=2):
+    "The first batch of at most `n` items of split `s`, read without workers and without reading the rest of it"
+    k = min(n, len(s))
+    if isinstance(s, FileSplit): s = dataclasses.replace(s, idx=np.asarray(s.idx)[:k], num_workers=0)
+    elif isinstance(s, IndexSplit): s = s.with_idx(np.asarray(s.idx)[:k])
+    elif isinstance(s, DatasetSplit): s = dataclasses.replace(s, dataset=Subset(s.dataset, list(range(k))), num_workers=0, progress=False)
+    return next(iter(s.loader(k)))
+
+def _cheap_labels(s) -> torch.Tensor:
+    "A split's labels where they are at hand without decoding its items; None where they are not (a streamed dataset without `targets`)"
+    if isinstance(s, IndexSplit): return s.labels
+    if isinstance(s, DatasetSplit): return dataset_labels(s.dataset, read=False)
+    return None
+
+def _outside(lab, k:int) -> str:
+    "A description of the labels of `lab` outside [0, k), or '' when there are none"
+    bad = lab[(lab < 0) | (lab >= k)]
+    return f"{len(bad)} label{'s'[:len(bad) != 1]} outside [0, {k}), from {int(bad.min())} to {int(bad.max())}" if len(bad) else ''
+
+def check_model_fits(model:torch.nn.Module,  # the classifier the sets are for; left as it was (mode, weights, BatchNorm statistics)
+                     sets:dict,         # name -> split or None
+                     num_classes:int=None, # the number of classes; None: the width of the model's output
+                    ) -> int:           # the number of classes the labels were checked against
+    "Refuse sets whose inputs `model` cannot take (one forward pass of two items per set, eval mode, no gradient) or whose labels it has no output for"
+    from lotus_nb.training import autocast, model_device
+    dev, modes, heads = model_device(model), [(m, m.training) for m in model.modules()], {}
+    with seeded(), torch.random.fork_rng(devices=[dev] if dev.type == 'cuda' else []), torch.no_grad():   # the caller's random streams stay
+        model.eval()
+        try:
+            for name, s in sets.items():
+                if s is None: continue
+                xb, yb = _head(s)[:2]
+                try:
+                    with autocast(dev): out = model(xb.to(dev))
+                except Exception as e:
+                    raise ValueError(f"the {name} set: the model cannot take its inputs (a batch of {len(xb)}: {tuple(xb.shape)}, {xb.dtype}): "
+                                     f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+                if not isinstance(out, torch.Tensor) or out.ndim != 2 or len(out) != len(xb):
+                    raise ValueError(f"the {name} set: the model's output for a batch of {len(xb)} is {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}, "
+                                     f"not a batch of logits ({len(xb)} x classes)")
+                heads[name] = (out.shape[1], yb)
+        finally:
+            for m, t in modes: m.training = t
+    if not heads: return num_classes
+    k = next(iter(heads.values()))[0]
+    if num_classes is not None and num_classes > k:
+        raise ValueError(f"num_classes is {num_classes}, but the model has {k} outputs")
+    k = num_classes or k
+    for name, s in sets.items():
+        if s is None: continue
+        lab = _cheap_labels(s); lab = heads[name][1].long().cpu() if lab is None else lab.long().cpu()
+        if bad := _outside(lab, k):
+            raise ValueError(f"the {name} set: {bad}, but the model has {k} output{'s'[:k != 1]} (classes 0 to {k - 1}): "
+                             "are these the labels the model was trained with?")
+    return k
+
+
+# %% ../nbs/01d_loaders.ipynb #e1a7f3c0
+class MemorisationWarning(SetsWarning):
+    "The original model does not tell the forget set from unseen data: there is nothing specific to the forget set to unlearn"
+    def __init__(self, msg:str): # the two sets' accuracies and losses, and what they mean for the run
+        super().__init__(msg)
+
+def fit_stats(logits:torch.Tensor, # n x K logits of a model on a set
+              y:torch.Tensor,      # the n labels
+             ) -> dict:            # acc, loss (mean cross-entropy) and the standard errors of both means, n
+    "How well a model fits a set: its accuracy and mean loss, each with the standard error of its mean"
+    ok, ce = (logits.argmax(1) == y).double(), F.cross_entropy(logits.float(), y, reduction='none').double()
+    n = len(y); se = lambda v: float(v.std(unbiased=True)/math.sqrt(n)) if n > 1 else math.inf
+    return dict(acc=float(ok.mean()), acc_se=se(ok), loss=float(ce.mean()), loss_se=se(ce), n=n)
+
+def memorisation_warning(model:torch.nn.Module, # f_orig
+                         forget,           # D_f: a split, Dataset or DataLoader
+                         unseen,           # D_u: the same kinds
+                         acc_tol:float=0.02, # a forget accuracy higher by at most this (and within 2 standard errors) tells nothing
+                         loss_tol:float=0.5, # a forget loss lower by at most this share of the unseen loss (and within 2 standard errors) tells nothing
+                         alpha:float=2.,   # LoTUS's alpha, for the tau_d the message quotes
+                         outputs:dict=None, # {'forget': (logits, y), 'unseen': (logits, y)} already computed (by predict); None: computed here
+                        ) -> dict:         # the two sets' fit_stats and 'tells': whether the model tells them apart
+    "Warn (`MemorisationWarning`) when `model` fits `forget` no better than `unseen`: accuracy and mean loss both within tolerance of the unseen set's"
+    from lotus_nb.training import predict
+    outputs = outputs or {k: predict(model, s) for k, s in (('forget', forget), ('unseen', unseen))}
+    f, u = (fit_stats(*outputs[k]) for k in ('forget', 'unseen'))
+    acc_gap, loss_gap = f['acc'] - u['acc'], u['loss'] - f['loss']
+    acc_bar, loss_bar = max(acc_tol, 2*math.hypot(f['acc_se'], u['acc_se'])), max(loss_tol*u['loss'], 2*math.hypot(f['loss_se'], u['loss_se']))
+    tells = acc_gap > acc_bar or loss_gap > loss_bar
+    if not tells:
+        warnings.warn(f"the original model does not tell the forget set from the unseen set: accuracy {f['acc']:.3f} against {u['acc']:.3f}, "
+                      f"mean loss {f['loss']:.3f} against {u['loss']:.3f} ({f['n']} and {u['n']} items; memorised data would be fitted better, "
+                      f"by more than {acc_bar:.3f} in accuracy or {loss_bar:.3f} in loss). Was the forget set part of the model's training data, "
+                      f"and trained on long enough to be memorised? As it is, there is nothing specific to the forget set to unlearn: LoTUS's tau_d "
+                      f"stays about 1 (exp({alpha:g} x {acc_gap:+.3f}) = {math.exp(alpha*acc_gap):.2f}), and the Avg Gap against a retrained model "
+                      f"will be small for any method, the original model's included.", MemorisationWarning, stacklevel=2)
+    return dict(forget=f, unseen=u, tells=tells)
+

@@ -5,6 +5,7 @@
 # %% ../nbs/05_lotus.ipynb #ebba61d9
 from __future__ import annotations
 import math
+import numpy as np
 from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -12,10 +13,11 @@ from tqdm.auto import tqdm
 from .training import accuracy_of, train_epoch, model_device, fast_enabled, graphable
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
                               make_optimizer, with_tags, num_classes_of)
+from .loaders import check_model_fits, memorisation_warning
 
 # %% auto #0
-__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'legacy_stop_reached', 'LotusConfig', 'lotus',
-           'lotus_unlearn']
+__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'legacy_accuracy', 'legacy_stop_reached',
+           'legacy_tau', 'LotusConfig', 'lotus', 'lotus_unlearn']
 
 # %% ../nbs/05_lotus.ipynb #9ac8b8a6
 def dynamic_tau(acc_forget:float, # student accuracy on the forget set (a float, or a 0-dim tensor on the device)
@@ -57,11 +59,24 @@ def lotus_loss(student_logits,     # B x K logits of the student f_un
     return soft_cross_entropy(student_logits, lotus_targets(teacher_logits, is_forget, tau_d, gumbel, noise))
 
 # %% ../nbs/05_lotus.ipynb #dc3c772c
-def legacy_stop_reached(acc_forget:float, # student accuracy on the forget set
-                        acc_unseen:float, # teacher accuracy on the unseen set
+def legacy_accuracy(acc:float, # an accuracy as accuracy_of returns it (a float32 mean)
+                    n:int,     # the number of images it was measured on
+                   ) -> float:  # correct/n in float64, rounded to 2 decimals
+    "The public code's `compute_accuracy` (helpers/eval.py:20-33): the exact fraction correct/n, rounded to 2 decimals"
+    return round(round(float(acc)*n)/n, 2)
+
+def legacy_stop_reached(acc_forget:float, # the student's forget accuracy, rounded (legacy_accuracy)
+                        acc_unseen:float, # the teacher's unseen accuracy, rounded (legacy_accuracy); 0 in class unlearning
                        ) -> bool:         # True: stop before this epoch
-    "The public code's stop: both accuracies rounded to 2 decimals, stop once the difference is at most -0.01 (in whole percents)"
-    return round(round(acc_forget, 2)*100) - round(round(acc_unseen, 2)*100) <= -1
+    "The public code's stop (lotus_class.py:300-302): `acc_diff = acc_forget - acc_unseen` in float, stop if `acc_diff <= -0.01`"
+    return acc_forget - acc_unseen <= -0.01
+
+def legacy_tau(acc_forget:float, # the student's forget accuracy, rounded (legacy_accuracy)
+               acc_unseen:float, # the teacher's unseen accuracy, rounded (legacy_accuracy); 0 in class unlearning
+               alpha:float=2.,   # scale of the accuracy difference
+              ) -> float:
+    "The public code's temperature (lotus_class.py:303): `np.exp(alpha * acc_diff)` of the same float difference"
+    return float(np.exp(alpha*(acc_forget - acc_unseen)))
 
 # %% ../nbs/05_lotus.ipynb #f6103cfa
 @dataclass
@@ -92,6 +107,7 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
     if cfg.class_unlearning: acc_unseen = 0.
     elif task.unseen is None: raise ValueError("LoTUS needs an unseen set D_u (or class_unlearning=True)")
     else: acc_unseen = accuracy_of(teacher, task.unseen)
+    if cfg.legacy_stop: a_u = 0. if cfg.class_unlearning else legacy_accuracy(acc_unseen, len(task.unseen))   # rounded, as theirs
     batches = with_tags(task.forget, task.retain_subset(), cfg.batch_size, task.seed)
     opt, rows, state, stop = make_optimizer(student.parameters(), cfg), [], {}, None
     dev = model_device(student); fast = fast_enabled(dev)
@@ -104,9 +120,11 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
         graphable(loss_fn, draws=(lambda b: [torch.empty(len(b[0]), k, device=dev).exponential_()]) if cfg.gumbel else None)
     for epoch in tqdm(range(cfg.epochs), disable=not progress, desc='LoTUS'):
         acc_f = accuracy_of(student, task.forget, sync=not fast)
-        if cfg.legacy_stop and legacy_stop_reached(float(acc_f), acc_unseen): stop = epoch; break
-        a_f, a_u = (round(float(acc_f), 2), round(acc_unseen, 2)) if cfg.legacy_stop else (acc_f, acc_unseen)
-        tau = dynamic_tau(a_f, a_u, cfg.alpha)
+        if cfg.legacy_stop:     # the public code (lotus_class.py:296-305): rounded accuracies, their float difference
+            a_f = legacy_accuracy(acc_f, len(task.forget))
+            if legacy_stop_reached(a_f, a_u): stop = epoch; break
+            tau = legacy_tau(a_f, a_u, cfg.alpha)
+        else: tau = dynamic_tau(acc_f, acc_unseen, cfg.alpha)
         if fast: state['tau'].fill_(tau)
         else: state['tau'] = tau
         rows.append((epoch, acc_f, tau, train_epoch(student, batches, loss_fn, opt, grad_hook=grad_hook, sync=not fast)))
@@ -124,9 +142,14 @@ def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain 
                   arch:str='resnet',     # 'resnet' or 'vit': which of the paper's hyperparameters apply
                   progress:bool=True,    # show a progress bar
                   forget_class:int=None, # the class the forget set holds, for class unlearning
+                  check_sets:bool=True,  # refuse overlapping sets and a model that cannot take them, warn of a forget set not memorised; False: unchecked
                   **hyper,               # LotusConfig fields to override, e.g. alpha=4, epochs=5
                  ):
-    "Unlearn `forget` from `model` with LoTUS; returns `(model, record)`"
-    res = unlearn('lotus', model, UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class),
-                  arch=arch, progress=progress, **hyper)
+    "Unlearn `forget` from `model` with LoTUS, after checking the sets (and, in instance unlearning, that the model memorised `forget`); returns `(model, record)`"
+    task = UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class, check_sets=check_sets)
+    if check_sets:
+        check_model_fits(model, dict(forget=task.forget, retain=task.retain, unseen=task.unseen))   # before the pass below reads the sets
+        if forget_class is None and task.unseen is not None:   # one forward pass over D_f and one over D_u
+            memorisation_warning(model, task.forget, task.unseen, alpha=hyper.get('alpha', LotusConfig.alpha))
+    res = unlearn('lotus', model, task, arch=arch, progress=progress, **hyper)
     return res.model, res.record

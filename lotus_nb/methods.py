@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from .data import check_choice, check_fraction, check_seed
-from .loaders import as_split, as_splits, MemorySplit
+from .loaders import as_split, as_splits, MemorySplit, check_disjoint, check_model_fits
 from .training import Timer, set_seed, model_device, autocast
 
 log = logging.getLogger('lotus_nb')
@@ -34,16 +34,19 @@ class UnlearnTask:
     forget_class: int = None  # set for class unlearning
     retrain: Callable = None  # retrain() -> (model, meta): $f_{gold}$ (a benchmark passes its cached one)
     original_meta: dict = None # how $f_{orig}$ was trained (time_min, history): the Original's row
+    check_sets: bool = True    # refuse sets that share items (check_disjoint) or that the model cannot take (check_model_fits, in unlearn); False: unchecked, as lotus_nb 0.4
     def __post_init__(self):
         check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed)   # the arguments, then every set, before any set is read
         s = as_splits(dict(forget=self.forget, retain=self.retain, unseen=self.unseen, retain_sub=self.retain_sub))
         self.forget, self.retain, self.unseen, self.retain_sub = s['forget'], s['retain'], s['unseen'], s['retain_sub']
         if len(self.forget) == 0: raise ValueError("the forget set is empty")
+        if self.check_sets: check_disjoint(dict(forget=self.forget, retain=self.retain, unseen=self.unseen))
     def on(self, device, # where the model is
           ):
         "A copy of the task whose in-memory tensor splits (a user's TensorDatasets: `MemorySplit`) are on `device`, moved once"
         mv = lambda s: s.to(device) if isinstance(s, MemorySplit) else s
-        return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub))
+        return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub),
+                                   check_sets=False)   # the same sets, checked already (and a device's tensors are not hashed again)
     def retain_subset(self):
         "The seeded, stratified `retain_pct` of $D_r$, drawn on first use"
         if self.retain_sub is None: self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
@@ -162,6 +165,7 @@ def unlearn(name:str,              # a registered method (see list_methods())
            ) -> Unlearned:         # the method's result; record gains time_min, method and config
     "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call"
     f = METHODS[check_method(name)]
+    if task.check_sets: check_model_fits(original, dict(forget=task.forget, retain=task.retain, unseen=task.unseen), task.num_classes)
     kind = 'instance' if task.forget_class is None else 'class'
     if cfg is None: cfg = method_config(name, arch, kind, **overrides)
     elif overrides:
@@ -237,7 +241,7 @@ def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits
     if augment is not None: d.augment = augment
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed))
     set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
-    meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None), seed=seed, progress=False)
+    meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None, schedule='cosine', keep='best'), seed=seed, progress=False)
     return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta)
 
 # %% ../nbs/04_methods.ipynb #3197bad7

@@ -9,20 +9,21 @@ from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from .data import check_choice
 from .training import predict
-from .loaders import as_splits
+from .loaders import as_splits, check_disjoint, check_model_fits
 
 # %% auto #0
-__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'METRIC_FNS', 'accuracy', 'entropy', 'mia_entropy',
-           'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision', 'js_rows',
-           'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs',
-           'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate']
+__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'METRIC_FNS', 'MIA_NONMEMBERS', 'accuracy', 'entropy',
+           'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision',
+           'js_rows', 'js_legacy', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of',
+           'reference_outputs', 'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve',
+           'evaluate']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
              y:torch.Tensor       # N labels
             ) -> float:
-    "Top-1 accuracy"
-    return (logits.argmax(-1) == y).float().mean().item()
+    "Top-1 accuracy, `correct/total` in float64 (the authors' `compute_accuracy`, helpers/eval.py:20-33, before its rounding)"
+    return (logits.argmax(-1) == y).sum().item() / max(len(y), 1)
 
 def entropy(probs:torch.Tensor # N x K probability rows
            ) -> torch.Tensor:
@@ -31,15 +32,16 @@ def entropy(probs:torch.Tensor # N x K probability rows
 
 # %% ../nbs/06_metrics.ipynb #805d3612
 def mia_entropy(ent_retain,    # output entropies on the retain set: the members
-                ent_nonmember, # output entropies on held-out data (D_u or the test set): the non-members
-                ent_forget     # output entropies on the forget set: the samples scored
+                ent_nonmember, # output entropies on held-out data (test set and D_u, D_u, or the test set): the non-members
+                ent_forget,    # output entropies on the forget set: the samples scored
+                C:float=2.,    # inverse L2 strength: 2 is the authors' two-class multinomial fit; 1 scikit-learn's binary default
                ) -> float:
     "Fraction of forget samples that a balanced logistic regression on entropy, fitted retain (1) vs non-member (0), calls members"
     from sklearn.linear_model import LogisticRegression
     cpu = lambda t: torch.as_tensor(t).double().cpu().numpy().reshape(-1, 1)
     X = np.concatenate([cpu(ent_retain), cpu(ent_nonmember)])
     y = np.r_[np.ones(len(X) - len(cpu(ent_nonmember))), np.zeros(len(cpu(ent_nonmember)))]
-    clf = LogisticRegression(class_weight='balanced').fit(X, y)
+    clf = LogisticRegression(class_weight='balanced', C=C).fit(X, y)
     return float(clf.predict(cpu(ent_forget)).mean())
 
 # %% ../nbs/06_metrics.ipynb #095211eb
@@ -123,14 +125,21 @@ def js_rows(p:torch.Tensor, # N x K probability rows
     p, q = p.double(), q.double(); m = (p + q)/2
     return 0.5*_kl_rows(p, m) + 0.5*_kl_rows(q, m)
 
+def js_legacy(p:torch.Tensor,   # N x K probability rows
+              q:torch.Tensor,   # N x K probability rows
+              eps:float=1e-8,   # the floor of every raw probability
+             ) -> float:
+    "The authors' `JSDiv` (helpers/eval.py:36-62): float32, clamp to [eps, 1], each matrix over its global sum, 0.5 (KL(m||p) + KL(m||q)) summed, over N"
+    p, q = (torch.as_tensor(t).float().clamp(eps, 1.) for t in (p, q))
+    p, q = p/p.sum(), q/q.sum(); m = (p + q)/2
+    kl = lambda a: (m*(m.log() - a.log())).sum()       # F.kl_div(a.log(), m, reduction='sum'); m > 0 after the clamp
+    return (0.5*(kl(p) + kl(q))/len(p)).item()        # 'batchmean': over the rows
+
 def jsd(p:torch.Tensor,     # N x K probabilities of f_un on the forget set
         q:torch.Tensor,     # N x K probabilities of f_gold on the forget set, same rows
-        legacy:bool=False): # the public code's formula instead of the paper's
+        legacy:bool=False): # the authors' JSDiv (js_legacy), the published scale, instead of the paper's equation
     "Mean per-sample Jensen-Shannon divergence, the paper's JSD"
-    if not legacy: return js_rows(p, q).mean().item()
-    p, q = p.double(), q.double(); n = len(p)
-    P, Q = p/p.sum(), q/q.sum(); M = (P + Q)/2
-    return (0.5*_kl_rows(M.flatten(), P.flatten()) + 0.5*_kl_rows(M.flatten(), Q.flatten())).item()/n
+    return js_legacy(p, q) if legacy else js_rows(p, q).mean().item()
 
 # %% ../nbs/06_metrics.ipynb #6f05cc7d
 def class_means(probs:torch.Tensor, # N x K probability rows
@@ -141,26 +150,27 @@ def class_means(probs:torch.Tensor, # N x K probability rows
     counts = torch.bincount(y, minlength=num_classes)
     return sums/counts.clamp_min(1)[:, None], counts
 
-def rf_jsd(p_forget,    # N x K probabilities of f_un on the forget set
-           y_forget,    # N labels of the forget set
-           q_unseen,    # M x K probabilities of f_orig on the unseen set D_u
-           y_unseen):   # M labels of the unseen set
-    "Retrain-free JSD: mean over forget-set classes of JS(class-mean f_un on D_f || class-mean f_orig on D_u)"
+def rf_jsd(p_forget,          # N x K probabilities of f_un on the forget set
+           y_forget,          # N labels of the forget set
+           q_unseen,          # M x K probabilities of f_orig on held-out data: D_u (ours), the test set (the authors')
+           y_unseen,          # M labels of that held-out set
+           legacy:bool=False, # the authors' log_js_proxy: js_legacy of the k x K class-mean matrices (the published scale)
+          ) -> float:
+    "Retrain-free JSD: mean over forget-set classes of JS(class-mean f_un on D_f || class-mean f_orig on held-out data)"
     k = p_forget.shape[1]
     P, nf = class_means(p_forget, y_forget, k); Q, nu = class_means(q_unseen, y_unseen, k)
     keep = (nf > 0) & (nu > 0)
     if not keep.any(): raise ValueError("no class has samples in both the forget and the unseen set")
-    P, Q = P[keep], Q[keep]
-    return js_rows(P/P.sum(1, keepdim=True), Q/Q.sum(1, keepdim=True)).mean().item()
+    P, Q = P[keep], Q[keep]; P, Q = P/P.sum(1, keepdim=True), Q/Q.sum(1, keepdim=True)
+    return js_legacy(P, Q) if legacy else js_rows(P, Q).mean().item()
 
 # %% ../nbs/06_metrics.ipynb #ca9c5b7b
 def zrf(p_un:torch.Tensor,   # N x K probabilities of f_un on the forget set
         p_rand:torch.Tensor, # N x K probabilities of a randomly initialised network f_rand on the forget set
-        legacy:bool=False    # the authors' scale: the JS divided by the number of classes
+        legacy:bool=False    # the authors' log_zrf: 1 - js_legacy of the N x K matrices (helpers/eval.py:219)
        ) -> float:
     "ZRF score: 1 - mean JS(f_un(x) || f_rand(x)) over the forget set"
-    js = js_rows(p_un, p_rand).mean().item()
-    return 1 - (js/p_un.shape[1] if legacy else js)
+    return 1 - (js_legacy(p_un, p_rand) if legacy else js_rows(p_un, p_rand).mean().item())
 
 # %% ../nbs/06_metrics.ipynb #c2d7d6b8
 GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_test')
@@ -180,6 +190,8 @@ class Reference:
     orig_unseen: torch.Tensor = None    # f_orig probabilities on D_u (RF-JSD)
     y_unseen: torch.Tensor = None       # the labels of D_u (RF-JSD's classes)
     rand_forget: torch.Tensor = None    # f_rand probabilities on D_f (ZRF)
+    orig_test: torch.Tensor = None      # f_orig probabilities on the test set (the authors' RF-JSD, rf_jsd_legacy)
+    y_test: torch.Tensor = None         # the labels of the test set (its classes)
 
 def probs_of(model,           # a classifier
              split,           # a split, Dataset or DataLoader of (x, y)
@@ -193,16 +205,18 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                       f_orig=None,   # the original model (for RF-JSD); None: no RF-JSD
                       f_rand=None,   # a randomly initialised network (for ZRF); None: no ZRF
                       batch_size:int=1024, # images per forward pass
+                      test=None,     # the test set (for the authors' RF-JSD, with f_orig); None: no rf_jsd_legacy
                      ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     ref = Reference()
     if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size)[0]
     if f_orig is not None and unseen is not None: ref.orig_unseen, ref.y_unseen = probs_of(f_orig, unseen, batch_size)
     if f_rand is not None: ref.rand_forget = probs_of(f_rand, forget, batch_size)[0]
+    if f_orig is not None and test is not None: ref.orig_test, ref.y_test = probs_of(f_orig, test, batch_size)
     return ref
 
 # %% ../nbs/06_metrics.ipynb #14c59ab6
-BUILTIN_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'zrf')
+BUILTIN_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'rf_jsd_legacy', 'zrf')
 SPLITS = ('forget', 'retain', 'test', 'unseen')
 METRIC_FNS = {}
 
@@ -253,35 +267,41 @@ def resolve(metrics:dict # evaluate's result, possibly with deferred attacks (Fu
     from concurrent.futures import Future
     return {k: v.result() if isinstance(v, Future) else v for k, v in metrics.items()}
 
+MIA_NONMEMBERS = ('test+unseen', 'unseen', 'test')   # the entropy MIA's non-member sets: the authors' (test and D_u), ours before, the test set
+
 def evaluate(model:nn.Module,           # the model scored: f_un, or a reference model
              forget,                    # D_f: split, Dataset or DataLoader
              retain,                    # D_r: acc_retain; the members of the entropy and SVC MIAs
-             test,                      # the test set: acc_test; the non-members of the loss and SVC MIAs
-             unseen=None,               # D_u: acc_unseen, entropy MIA's non-members; None needs mia_nonmember='test'
+             test,                      # the test set: acc_test; the non-members of the three MIAs (the entropy MIA's with D_u)
+             unseen=None,               # D_u: acc_unseen; with the test set, the entropy MIA's non-members; None: the test set alone
              ref:Reference=None,        # cached reference outputs; None: computed from the models below
              f_gold=None,               # the gold standard model, for JSD; None (and no ref): no JSD
-             f_orig=None,               # the original model, for RF-JSD (with unseen); None: no RF-JSD
+             f_orig=None,               # the original model, for RF-JSD (on unseen) and rf_jsd_legacy (on test); None: neither
              f_rand=None,               # a randomly initialised network, for ZRF; None: no ZRF
-             mia_nonmember:str='unseen', # the entropy MIA's non-members: 'unseen' ($D_u$) or 'test'
+             mia_nonmember:str=None,    # the entropy MIA's non-members (MIA_NONMEMBERS); None: 'test+unseen' (the authors'), 'test' without unseen
              batch_size:int=1024,       # images per forward pass
              legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
              return_entropies:bool=False, # also return each split's per-sample output entropies
              defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see resolve)
+             check_sets:bool=True,       # refuse sets that share items or that the model cannot take; False: unchecked
             ) -> dict:
-    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD (needs orig), ZRF (needs rand), and the registered ones"
-    check_choice(mia_nonmember, ('unseen', 'test'), 'MIA non-member set')
-    if mia_nonmember == 'unseen' and unseen is None:
-        raise ValueError("the MIA needs a non-member set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
+    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD and `rf_jsd_legacy` (need orig), ZRF (needs rand), and the registered ones"
+    if mia_nonmember is None: mia_nonmember = 'test' if unseen is None else 'test+unseen'
+    check_choice(mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set')
+    if unseen is None and 'unseen' in mia_nonmember.split('+'):
+        raise ValueError(f"mia_nonmember={mia_nonmember!r} needs the unseen set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
     sets = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
+    if check_sets: check_disjoint(sets); check_model_fits(model, sets)   # the model run on two items of each set
     forget, retain, test, unseen = sets['forget'], sets['retain'], sets['test'], sets['unseen']
-    if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size)
+    if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size, test)
     logits = {name: predict(model, s, batch_size) for name, s in
               dict(forget=forget, retain=retain, test=test, unseen=unseen).items() if s is not None}
     out = {k: (l.softmax(-1), y) for k, (l, y) in logits.items()}
     ent = {k: entropy(p) for k, (p, _) in out.items()}
     res = {f'acc_{k}': accuracy(p, y) for k, (p, y) in out.items()}
     cpu = lambda t: t.detach().double().cpu()
-    attacks = dict(mia=(mia_entropy, [cpu(ent[k]) for k in ('retain', mia_nonmember, 'forget')]),   # their inputs, on the host
+    non = torch.cat([ent[k] for k in mia_nonmember.split('+')])                                    # the entropy MIA's non-members
+    attacks = dict(mia=(mia_entropy, [cpu(ent['retain']), cpu(non), cpu(ent['forget'])]),        # their inputs, on the host
                    mia_loss=(mia_loss_cv, [cpu(F.cross_entropy(*logits[k], reduction='none')) for k in ('forget', 'test')]),
                    mia_svc=(mia_svc, [mia_features(*out[k]) for k in ('retain', 'test', 'forget')]))
     res.update({k: attack_pool().submit(f, *a) if defer_attacks else f(*a) for k, (f, a) in attacks.items()})
@@ -290,6 +310,7 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
         res['jsd'] = jsd(pf, ref.gold_forget, legacy=legacy_jsd)
         res['jsd_legacy'] = jsd(pf, ref.gold_forget, legacy=True)   # the published scale, always beside (same probabilities)
     if ref.orig_unseen is not None: res['rf_jsd'] = rf_jsd(pf, yf, ref.orig_unseen, ref.y_unseen)
+    if ref.orig_test is not None: res['rf_jsd_legacy'] = rf_jsd(pf, yf, ref.orig_test, ref.y_test, legacy=True)   # the published scale
     if ref.rand_forget is not None: res['zrf'] = zrf(pf, ref.rand_forget)
     res.update(extra_metrics(logits, ref))
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in ent.items()}

@@ -15,11 +15,13 @@ from .store import Store, atomic_write
 
 # %% auto #0
 __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES', 'SYNTHETIC_UNSEEN',
-           'LABELS', 'SYNTHETIC_COLUMN', 'PAPER_COLUMNS', 'LARGE_COLS', 'GUMBEL_ROWS', 'PUBLISHED', 'PaperBenchmark',
-           'Planned', 'check_scale', 'plan_benchmark', 'on_datasets', 'plan_table', 'left_out', 'unique_specs',
-           'artifact_name', 'save_artifact', 'save_missing', 'write_index', 'table_benchmarks', 'block_label',
-           'paper_parts', 'paper_table', 'missing_blocks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc',
-           'table_pcc_paper', 'gumbel_shape', 'pick_memorised', 'plot_fig1', 'metric_costs', 'table_zrf']
+           'LABELS', 'SYNTHETIC_COLUMN', 'PAPER_COLUMNS', 'LARGE_COLS', 'LARGE_RANKED', 'PCC_METHODS', 'GUMBEL_NAMES',
+           'GUMBEL_ROWS', 'PUBLISHED', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark', 'on_datasets',
+           'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing', 'write_index',
+           'table_benchmarks', 'block_label', 'paper_parts', 'paper_table', 'stacked_certainty', 'paper_certainty',
+           'missing_blocks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pcc_paper', 'table_pcc_paper',
+           'gumbel_shape', 'gumbel_pair', 'table_gumbel_paper', 'pick_memorised', 'plot_fig1', 'metric_costs',
+           'table_zrf']
 
 # %% ../nbs/22_paper_tables.ipynb #07e69149
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ def table_benchmarks(parts:dict,       # row label -> the results rows of one be
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #3da2a963
-from .report import PAPER_METHODS, PAPER_ROWS, MISSING, table_paper, table_supp_paper, shape
+from .report import PAPER_METHODS, PAPER_ROWS, MISSING, table_paper, table_supp_paper, shape, certainty, CERTAIN_ROWS, SUPP_RANKED
 
 SYNTHETIC_COLUMN = ('lotus_synthetic', 'LoTUS (synthetic D_u)')   # tab:cifar's last column: LoTUS, D_u synthetic (CIFAKE)
 PAPER_COLUMNS = {
@@ -249,11 +251,17 @@ def paper_parts(label:str,        # a paper table in PAPER_BENCHMARKS
     plan = {pb: plan_benchmark(pb, scale) for pb in PAPER_BENCHMARKS[label]}
     return {pb: (have.get(_bench_key(p.spec)) if p is not None else None) for pb, p in plan.items()}
 
+def _synthetic_named(t:pd.DataFrame) -> pd.DataFrame:   # tab:cifar's synthetic LoTUS under the paper's label, in columns and cells
+    old, new = display_name(SYNTHETIC_COLUMN[0]), SYNTHETIC_COLUMN[1]
+    out = t.rename(columns={old: new}).replace(old, new, regex=True)
+    out.attrs['rank'] = {(r, new if c == old else c): k for (r, c), k in t.attrs.get('rank', {}).items()}
+    return out
+
 def paper_table(label:str,      # a paper table: 'tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class', 'tab:avg_gap_supp'
                 parts:dict,     # PaperBenchmark -> results rows (None or absent: an empty block), as paper_parts gives
-                rows:dict=None  # {label: (column, scale, digits)}; None: PAPER_ROWS (tab:avg_gap_supp: its own)
+                rows:dict=None  # {label: paper_aggregate column}; None: PAPER_ROWS (tab:avg_gap_supp: its own)
                ) -> pd.DataFrame:
-    "`label` as the paper prints it: its blocks in order ('<block> | <row>'), its rows, its columns; only its methods ranked"
+    "`label` as the paper prints it, by the authors' aggregation: its blocks in order ('<block> | <row>'), its rows, its columns; only its methods ranked"
     methods = PAPER_COLUMNS[label]
     make = table_supp_paper if label == 'tab:avg_gap_supp' else (lambda df, ms: table_paper(df, ms, rows or PAPER_ROWS))
     blocks, rank = [], {}
@@ -263,10 +271,28 @@ def paper_table(label:str,      # a paper table: 'tab:avg_gap', 'tab:cifar', 'ta
         rank.update({(f'{block_label(pb)} | {r}', c): k for (r, c), k in t.attrs['rank'].items()})
         blocks.append(t)
     out = pd.concat(blocks); out.attrs['rank'] = rank
-    old, new = display_name(SYNTHETIC_COLUMN[0]), SYNTHETIC_COLUMN[1]
-    if old in out:
-        out = out.rename(columns={old: new}); out.attrs['rank'] = {(r, new if c == old else c): k for (r, c), k in rank.items()}
+    return _synthetic_named(out)
+
+def stacked_certainty(parts:dict,   # block label -> results rows of one benchmark (None: the block did not run)
+                      methods,      # the table's methods (registry names)
+                      rows:dict=None # {row label: paper_aggregate column}; None: CERTAIN_ROWS
+                     ) -> pd.DataFrame:
+    "`certainty` of every block that ran, stacked: rows '<block> | <row>'"
+    blocks = []
+    for label, df in parts.items():
+        if df is None or not len(df): continue
+        t = certainty(df, methods, rows); t.index = [f'{label} | {r}' for r in t.index]; blocks.append(t)
+    out = pd.concat(blocks) if blocks else pd.DataFrame(columns=['Best', 'Second', 'Second − best, per seed', 'Order holds'])
+    out.attrs['rank'] = {}
     return out
+
+def paper_certainty(label:str, # a paper table, as paper_table takes
+                    parts:dict # PaperBenchmark -> results rows or None, as paper_parts gives
+                   ) -> pd.DataFrame:
+    "How sure each ranking of `paper_table(label, parts)` is: per block and ranked row, the best and second, second - best per seed, seeds where the order holds"
+    rows = SUPP_RANKED if label == 'tab:avg_gap_supp' else CERTAIN_ROWS
+    t = stacked_certainty({block_label(pb): parts.get(pb) for pb in PAPER_BENCHMARKS[label]}, PAPER_COLUMNS[label], rows)
+    return _synthetic_named(t)
 
 def missing_blocks(parts:dict # PaperBenchmark -> results rows or None, as paper_parts gives
                   ) -> list:
@@ -274,22 +300,21 @@ def missing_blocks(parts:dict # PaperBenchmark -> results rows or None, as paper
     return [block_label(pb) for pb, df in parts.items() if df is None or not len(df)]
 
 # %% ../nbs/22_paper_tables.ipynb #76a0242a
-LARGE_COLS = {'RF-JSD x1e4': ('rf_jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2), 'Retain Acc.': ('acc_retain', 1, 4), 'MIA Acc.': ('mia', 1, 4)}
+LARGE_COLS = {'RF-JSD x1e4': 'rf_jsd_legacy', 'Time (min.)': 'time_min', 'Retain Acc.': 'acc_retain', 'MIA Acc.': 'mia'}   # label -> paper_aggregate's column
+LARGE_RANKED = ('RF-JSD x1e4', 'Time (min.)')
 
 def table_large_scale(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
                      ) -> pd.DataFrame:
-    "The paper's `tab:imagenet`: one row per method of the paper's (the Original, no Gold), RF-JSD and time ranked, retain accuracy and MIA shown"
-    from lotus_nb.report import summarize, fmt_pm, rank_row
+    "The paper's `tab:imagenet` by the authors' aggregation: one row per method of the paper's (the Original, no Gold), RF-JSD and time ranked (ties all bold), retain accuracy and MIA shown"
+    from lotus_nb.report import paper_aggregate, paper_cell, rank_ties
     from lotus_nb.methods import is_reference
-    df = results[results.method.isin(PAPER_COLUMNS['tab:imagenet'])]
-    cols = [c for c, *_ in LARGE_COLS.values()]
-    mean, std = summarize(df, cols); rank = {}
-    out = pd.DataFrame({lab: [fmt_pm(mean.loc[m, c]*k, std.loc[m, c]*k, d) if pd.notna(mean.loc[m, c]) else '(pre-trained)' for m in mean.index]
-                        for lab, (c, k, d) in LARGE_COLS.items()}, index=[display_name(m) for m in mean.index])
-    for lab in ('RF-JSD x1e4', 'Time (min.)'):
-        c = LARGE_COLS[lab][0]
-        rank.update({(display_name(m), lab): r for m, r in rank_row(mean[c]).items()})
-    out.attrs['rank'] = rank
+    agg = paper_aggregate(results); agg = agg.loc[[m for m in agg.index if m in PAPER_COLUMNS['tab:imagenet']]]
+    def cell(m, c):
+        if c in agg and pd.notna(agg.loc[m, c]): return paper_cell(agg, m, c)
+        return '(pre-trained)' if c == 'time_min' and is_reference(m) else MISSING
+    out = pd.DataFrame({lab: [cell(m, c) for m in agg.index] for lab, c in LARGE_COLS.items()}, index=[display_name(m) for m in agg.index])
+    out.attrs['rank'] = {(display_name(m), lab): r for lab in LARGE_RANKED if LARGE_COLS[lab] in agg
+                         for m, r in rank_ties(agg[LARGE_COLS[lab]]).items()}
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #45b3c0b6
@@ -314,11 +339,24 @@ def table_pcc(parts:dict # row label -> the results rows of one benchmark
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #3d5539fe
+PCC_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'lotus')   # results.ipynb's main_df less our_cifake: the nine points of the published p-values
+
+def pcc_paper(results:pd.DataFrame,  # rows of one benchmark, Gold's included (jsd_legacy and rf_jsd_legacy columns)
+              methods=PCC_METHODS    # the points (registry names)
+             ) -> tuple: # (PCC, p-value, points); PCC and p nan with fewer than 3 points, a constant column or no such columns
+    "`tab:pcc`'s correlation the authors' way: pearsonr of the printed JSD and RF-JSD means (x1e4, round 2) of `methods`, Gold included"
+    from scipy.stats import pearsonr
+    from lotus_nb.report import paper_aggregate
+    agg = paper_aggregate(results)
+    if not {'jsd_legacy', 'rf_jsd_legacy'} <= set(agg): return float('nan'), float('nan'), 0
+    m = agg.loc[[x for x in agg.index if x in methods], ['jsd_legacy', 'rf_jsd_legacy']].dropna()
+    if len(m) < 3 or m.nunique().min() < 2: return float('nan'), float('nan'), len(m)
+    r = pearsonr(m.jsd_legacy, m.rf_jsd_legacy); return float(r.statistic), float(r.pvalue), len(m)
+
 def table_pcc_paper(parts:dict # PaperBenchmark -> results rows or None, as paper_parts('tab:pcc', ...) gives
                    ) -> pd.DataFrame:
-    "The paper's `tab:pcc`: its ten benchmarks in order, the paper's methods correlated; mean ± std over those that ran"
-    vals = {block_label(pb, pct=True): pcc_jsd_rf(df, PAPER_METHODS) if df is not None and len(df) else (np.nan, np.nan)
-            for pb, df in parts.items()}
+    "The paper's `tab:pcc`: its ten benchmarks in order, `pcc_paper` on each (Gold, seven baselines, LoTUS); mean ± std over those that ran"
+    vals = {block_label(pb, pct=True): pcc_paper(df)[:2] if df is not None and len(df) else (np.nan, np.nan) for pb, df in parts.items()}
     f = lambda x, d: f'{x:.{d}f}' if np.isfinite(x) else MISSING
     out = pd.DataFrame({'PCC': {k: f(r, 2) for k, (r, p) in vals.items()}, 'p-value': {k: f(p, 4) for k, (r, p) in vals.items()}})
     r, p = np.array([v[0] for v in vals.values()]), np.array([v[1] for v in vals.values()])
@@ -327,12 +365,36 @@ def table_pcc_paper(parts:dict # PaperBenchmark -> results rows or None, as pape
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #26219a39
-GUMBEL_ROWS = [f'{m} | {v}' for m in ('Avg Gap', 'JSD ×1e4') for v in ('Gumbel-Softmax', 'Softmax with Temperature')]
+GUMBEL_NAMES = ('Gumbel-Softmax', 'Softmax with Temperature')   # LoTUS's two activations, as the rows of tab:gumbel name them
+GUMBEL_ROWS = [f'{m} | {v}' for m in ('Avg Gap', 'JSD ×1e4') for v in GUMBEL_NAMES]
 
 def gumbel_shape(table:pd.DataFrame # rows '<metric> | <activation>', columns block labels (block_label of the benchmarks run)
                 ) -> pd.DataFrame:
     "`table` on the paper's `tab:gumbel` grid: GUMBEL_ROWS x the eight benchmarks, `MISSING` where none ran"
     return shape(table, GUMBEL_ROWS, [block_label(pb) for pb in PAPER_BENCHMARKS['tab:gumbel']])
+
+def gumbel_pair(gumbel:pd.DataFrame, # one benchmark's rows with LoTUS's Gumbel-softmax (the default), Gold's included
+                softmax:pd.DataFrame # the same benchmark's rows with gumbel=False
+               ) -> pd.DataFrame:
+    "Gold's rows and LoTUS's rows of each activation, as methods named `GUMBEL_NAMES`"
+    from lotus_nb.methods import role_method
+    lotus = lambda df, name: df[df.method == 'lotus'].assign(method=name)
+    return pd.concat([gumbel[gumbel.method == role_method('gold')], lotus(gumbel, GUMBEL_NAMES[0]), lotus(softmax, GUMBEL_NAMES[1])], ignore_index=True)
+
+def table_gumbel_paper(pairs:dict # block label -> gumbel_pair's rows
+                      ) -> pd.DataFrame:
+    "The paper's `tab:gumbel` by the authors' aggregation: LoTUS's Avg Gap and JSD ×1e4 with each activation, the better of each pair bold (both when equal)"
+    from lotus_nb.report import paper_aggregate, rank_ties, PAPER_DIGITS
+    cells, rank = {}, {}
+    for label, df in pairs.items():
+        agg = paper_aggregate(df)
+        if not set(GUMBEL_NAMES) <= set(agg.index): continue
+        for metric, col in (('Avg Gap', 'avg_gap'), ('JSD ×1e4', 'jsd_legacy')):
+            if col not in agg or agg.loc[list(GUMBEL_NAMES), col].isna().any(): continue
+            for v in GUMBEL_NAMES: cells.setdefault(f'{metric} | {v}', {})[label] = f'{agg.loc[v, col]:.{PAPER_DIGITS.get(col, 2)}f}'
+            rank.update({(f'{metric} | {v}', label): 1 for v, k in rank_ties(agg.loc[list(GUMBEL_NAMES), col]).items() if k == 1})
+    t = pd.DataFrame(cells).T; t.attrs['rank'] = rank
+    return gumbel_shape(t)
 
 # %% ../nbs/22_paper_tables.ipynb #3ec37311
 def pick_memorised(p_orig:torch.Tensor, # N x K probabilities of f_orig on the forget set

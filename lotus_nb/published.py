@@ -27,9 +27,10 @@ COLS = ['table', 'arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'var
 DATA_FILE = Path(lotus_nb.__file__).parent/'published.csv'   # shipped with the package (MANIFEST.in)
 TEX_NAME = 'lotus_cvpr2025.tex'
 
-def paper_tex(repo_root=None # the checkout's root; None: the folder above the package
+def paper_tex(repo_root=None # the checkout's root; None: $LOTUS_NB_PAPER_TEX if set (empty: none), else the folder above the package
              ) -> Path:
     "The paper's .tex at `repo_root`/../shared/paper, or None where it is absent (the package needs only its stored table)"
+    if repo_root is None and (env := os.environ.get('LOTUS_NB_PAPER_TEX')) is not None: return Path(env) if env and Path(env).exists() else None
     root = Path(repo_root) if repo_root is not None else Path(lotus_nb.__file__).resolve().parent.parent
     p = root.parent/'shared'/'paper'/TEX_NAME
     return p if p.exists() else None
@@ -303,50 +304,45 @@ def _class_name(c, names) -> str:
     if isinstance(c, str) and not c.strip().lstrip('-').isdigit(): return c.lower()
     return str(names[int(c)]).lower() if names is not None else str(int(float(c)))
 
-def _pcc_rows(out:pd.DataFrame) -> pd.DataFrame:
-    "tab:pcc's cells of each benchmark: Pearson's r (and its p-value) of the paper's methods' mean JSD (the authors' formula) and RF-JSD"
-    from scipy.stats import pearsonr
-    from lotus_nb.report import PAPER_METHODS
-    rows = []
-    for key, b in out[out.method.isin([m for m in PAPER_METHODS if not is_reference(m)])].groupby(BENCH, dropna=False):
-        m = b.pivot_table(index='method', columns='metric', values='mean')
-        if not {'jsd_legacy', 'rf_jsd'} <= set(m) or len(m := m[['jsd_legacy', 'rf_jsd']].dropna()) < 3 or m.nunique().min() < 2: continue
-        r = pearsonr(m.jsd_legacy, m.rf_jsd)
-        rows += [dict(zip(BENCH, key), method='', metric=k, mean=float(v), std=math.nan, seeds=len(m)) for k, v in (('pcc', r.statistic), ('p_value', r.pvalue))]
-    return pd.DataFrame(rows)
+def _bench_long(key:tuple, b:pd.DataFrame) -> list:
+    "One benchmark's cells by the authors' aggregation: every logged metric, the gaps, Avg Gap, and tab:pcc's PCC and p-value"
+    from lotus_nb.report import paper_aggregate, LOGGED_DIGITS
+    from lotus_nb.paper_tables import pcc_paper
+    agg, bench, gold = paper_aggregate(b), dict(zip(BENCH, key)), role_method('gold')
+    cell = lambda m, metric, mean, std: dict(bench, method=m, metric=metric, mean=float(mean), std=float(std), seeds=int(agg.loc[m, 'seeds']))
+    out = []
+    for m in agg.index:
+        out += [cell(m, c, agg.loc[m, c], agg.loc[m, f'{c}_std']) for c in LOGGED_DIGITS if c in agg]
+        out += [cell(m, f'gap_{k}', agg.loc[m, f'gap_{k}'], math.nan) for k in GAP_METRICS if m != gold and f'gap_{k}' in agg]
+        out.append(cell(m, 'avg_gap', agg.loc[m, 'avg_gap'], math.nan))
+    r, p, n = pcc_paper(b)
+    if np.isfinite(r): out += [dict(bench, method='', metric=k, mean=float(v), std=math.nan, seeds=n) for k, v in (('pcc', r), ('p_value', p))]
+    return out
 
 def ours_long(rows,             # results rows: a DataFrame of a store's rows (Store.read) or a list of row dicts
               classes:dict=None, # {dataset: class names (a list, or {index: name})}: names the forgotten class of class unlearning
               variant:str=''     # the rows' variant: '' (as run), 'softmax' (LoTUS with softmax, tab:gumbel's second row)
              ) -> pd.DataFrame:
-    "Our results in the published table's long form: mean and std (ddof 0, as the report's tables) over seeds per benchmark, method and metric; `gap_<metric>` = |mean - Gold's mean|"
-    from lotus_nb.store import METRICS
+    "Our results in the published table's long form by the authors' aggregation, on the printed scale: mean and std (ddof 1) per benchmark, method and metric; gaps and Avg Gap of the rounded means"
     df = pd.DataFrame(rows).copy()
     if not len(df): raise ValueError("no results rows to summarise")
     df['forget_class'] = [_class_name(c, (classes or {}).get(d)) for c, d in zip(df.forget_class, df.dataset)]
     df['forget_pct'] = df.forget_pct.astype(float).round(6)
     setups = df.groupby(BENCH + ['method'], dropna=False)['setup'].nunique()
     if (setups > 1).any(): raise ValueError(f"several setups of one method in the rows ({list(setups[setups > 1].index)}): pass one setup's rows at a time")
-    metrics = [m for m in METRICS if m in df and df[m].notna().any()]
-    long = df.melt(id_vars=BENCH + ['method', 'seed'], value_vars=metrics, var_name='metric').dropna(subset=['value'])
-    g = long.groupby(BENCH + ['method', 'metric'], dropna=False).value
-    out = pd.concat([g.mean().rename('mean'), g.std(ddof=0).rename('std'), g.count().rename('seeds')], axis=1).reset_index()
-    gold = out[(out.method == role_method('gold')) & out.metric.isin(GAP_METRICS)].drop(columns=['method', 'std', 'seeds'])
-    gaps = out[(out.method != role_method('gold')) & out.metric.isin(GAP_METRICS)].merge(gold, on=BENCH + ['metric'], suffixes=('', '_gold'))
-    gaps = gaps.assign(mean=(gaps['mean'] - gaps['mean_gold']).abs(), std=math.nan, metric='gap_' + gaps.metric).drop(columns='mean_gold')
-    out = pd.concat([out, gaps, _pcc_rows(out)], ignore_index=True)
+    out = pd.DataFrame([c for key, b in df.groupby(BENCH, dropna=False) for c in _bench_long(key, b)]).dropna(subset=['mean'])
     out.insert(0, 'arch', out.model.map(lambda m: LABELS.get(m, m)))
     out = out.rename(columns={'dataset': 'dataset_id', 'model': 'model_id'})
     out.insert(1, 'dataset', out.dataset_id.map(lambda d: LABELS.get(d, d)))
     out['variant'] = variant
     return out[['arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric', 'mean', 'std', 'seeds',
-                'dataset_id', 'model_id']]
+                'dataset_id', 'model_id']].reset_index(drop=True)
 
 # %% ../nbs/27_published.ipynb #e5608311
 BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',), 'tab:fifty_supp': ('tab:fifty',),
                  'tab:imagenet': ('tab:imagenet',), 'tab:avg_gap_supp': ('tab:avg_gap', 'tab:cifar'), 'tab:class': ('tab:class',),
                  'tab:pcc': ('tab:avg_gap', 'tab:cifar', 'tab:fifty'), 'tab:gumbel': ('tab:avg_gap', 'tab:cifar')}
-OURS_METRIC = {'jsd': 'jsd_legacy'}   # the published JSD is on the public code's scale (PROTOCOL section 3): ours beside it is jsd_legacy
+OURS_METRIC = {'jsd': 'jsd_legacy', 'rf_jsd': 'rf_jsd_legacy'}   # the published JSD and RF-JSD are on the public code's scale (PROTOCOL section 3): ours beside them are the legacy formulas
 KEYS = ['arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric']
 
 def bench_key(dataset,      # registry name of the dataset
@@ -374,7 +370,7 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
                       label:str,              # the table, e.g. 'tab:avg_gap'
                       drop_other:bool=False   # leave out rows of other paper benchmarks (stand-ins are refused always)
                      ) -> pd.DataFrame:
-    "Each published cell of `label` beside ours and their difference, on the printed scale; JSD rows use our `jsd_legacy` (column `ours_metric`)"
+    "Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the printed scale; JSD and RF-JSD rows use our `jsd_legacy` and `rf_jsd_legacy` (column `ours_metric`)"
     want, every = paper_benchmarks(label), set().union(*(paper_benchmarks(t) for t in BENCHMARKS_OF))
     keys = [bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)]
     stand_ins = sorted({k for k in keys if k not in every}, key=str)
@@ -386,8 +382,7 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     if not len(ours): raise ValueError(f"no rows of ours are benchmarks of {label}")
     back = {v: k for k, v in OURS_METRIC.items()}
     o = ours[~ours.metric.isin(list(OURS_METRIC))].assign(ours_metric=lambda d: d.metric, metric=lambda d: d.metric.map(lambda m: back.get(m, m)))
-    scale = o.metric.map(lambda m: SCALES.get(m, 1.))
-    o = o.assign(ours=o['mean']*scale, ours_std=o['std']*scale)[KEYS + ['ours_metric', 'ours', 'ours_std', 'seeds']]
+    o = o.assign(ours=o['mean'], ours_std=o['std'])[KEYS + ['ours_metric', 'ours', 'ours_std', 'seeds']]   # ours_long is on the printed scale
     pub = published(label)
     benches = _norm(o)[KEYS[:6]].drop_duplicates()
     pub = _norm(pub).merge(benches, on=KEYS[:6])
@@ -396,8 +391,10 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     out['difference'] = out.ours - out.published
     out['forget_pct'] = out.forget_pct.where(out.forget_pct >= 0)
     out = out[['table'] + KEYS + ['ours_metric', 'scale', 'published', 'published_std', 'ours', 'ours_std', 'difference', 'seeds']]
-    out.attrs['caption'] = (f"{label}: the paper's printed values beside ours (mean, std over seeds) and ours - published, on the printed scale "
-                            "(JSD and RF-JSD x 1e4). Our JSD beside the published one is jsd_legacy, the public code's formula (PROTOCOL section 3).")
+    out.attrs['caption'] = (f"{label}: the paper's printed values beside ours and ours - published, on the printed scale (JSD and RF-JSD x 1e4). "
+                            "Ours by the authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the values rounded as logged, "
+                            "rounded to 2 decimals; gaps and Avg Gap (no std) of the rounded means. Our JSD and RF-JSD beside the published ones are "
+                            "jsd_legacy and rf_jsd_legacy, the public code's formulas (PROTOCOL section 3).")
     return out.reset_index(drop=True)
 
 # %% ../nbs/27_published.ipynb #b5d0c1a8

@@ -56,6 +56,7 @@ def random_label(original:nn.Module,      # f_orig: the starting point (left unc
                  cfg:RandomLabelConfig,   # hyperparameters
                  progress:bool=True,      # show a progress bar over epochs
                  grad_hook=None,          # grad_hook(model) before each optimiser step on forget data (SalUn's mask); None: none
+                 desc:str='RndLbl',       # the progress bar's label (SalUn, which runs this loop, passes its own)
                 ) -> Unlearned:           # f_un in eval mode; record: train_loss per epoch (and forget_loss, retain_loss if sequential)
     "Random Labeling: train on $D_f$, every label redrawn wrong every epoch, and $D_r$: in sequence (`cfg.passes='sequential'`) or shuffled together"
     check_choice(cfg.passes, ('sequential', 'shuffled'), 'passes')
@@ -67,7 +68,7 @@ def random_label(original:nn.Module,      # f_orig: the starting point (left unc
                      loss_fn, grad_hook),                                             # wrong labels; SalUn's mask acts here only
                     (task.retain.loader(cfg.batch_size, train=True, seed=task.seed + 1), ce_loss(student), None)] # true labels
     losses = [[train_epoch(student, b, f, opt, grad_hook=h) for b, f, h in passes]
-              for _ in tqdm(range(cfg.epochs), disable=not progress, desc='RndLbl')]
+              for _ in tqdm(range(cfg.epochs), disable=not progress, desc=desc)]
     if cfg.passes == 'shuffled': return Unlearned(student.eval(), dict(train_loss=[l for l, in losses]))
     nf, nr = len(task.forget), len(task.retain)
     return Unlearned(student.eval(), dict(train_loss=[(nf*lf + nr*lr_)/(nf + nr) for lf, lr_ in losses],

@@ -12,10 +12,12 @@ from .metrics import GAP_KEYS, METRIC_FNS
 from .methods import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
-__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'PAPER_METHODS', 'PAPER_ROWS',
-           'MISSING', 'SUPP_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'extra_rows',
-           'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'best_of', 'shape', 'table_paper',
-           'table_supp_paper', 'report_tables', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
+__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE',
+           'PAPER_DIGITS', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED', 'CERTAIN_ROWS',
+           'OURS_AVG_GAP', 'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'extra_rows',
+           'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'as_logged', 'paper_aggregate',
+           'rank_ties', 'paper_cell', 'best_of', 'shape', 'table_paper', 'table_supp_paper', 'per_seed', 'certainty',
+           'standing', 'report_tables', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -125,14 +127,68 @@ def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows
     t.attrs['rank'] = {rc: v for rc, v in t.attrs['rank'].items() if rc[0].startswith('|Δ')}
     return t
 
+# %% ../nbs/07_report.ipynb #163651e5
+LOGGED_DIGITS = {'acc_forget': 2, 'acc_retain': 2, 'acc_test': 2, 'acc_unseen': 2, 'mia': 2,   # helpers/eval.py:32, :364
+                 'jsd_legacy': 6, 'rf_jsd_legacy': 6,                                       # helpers/eval.py:185, :165
+                 'time_min': 2}                                                             # unlearn.py:196
+PAPER_SCALE = {'jsd_legacy': 1e4, 'rf_jsd_legacy': 1e4}   # results.ipynb cell 0: js and js_proxy x 1e4, before round(2)
+PAPER_DIGITS = {'avg_gap': 4}   # the printed decimals: Avg Gap 4, every other number 2
+
+def as_logged(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
+              digits:dict=None      # {column: decimals}; None: LOGGED_DIGITS
+             ) -> pd.DataFrame:
+    "`results` with each metric of each row rounded as the authors' code logged it (Python's `round`)"
+    out = results.copy()
+    for c, d in (digits or LOGGED_DIGITS).items():
+        if c in out: out[c] = [round(float(v), d) if pd.notna(v) else np.nan for v in out[c]]
+    return out
+
+def paper_aggregate(results:pd.DataFrame, # rows of one benchmark: one per (method, seed); Gold's rows give the gaps
+                    keys=GAP_KEYS          # the metrics whose gaps to Gold make Avg Gap
+                   ) -> pd.DataFrame: # per method (paper order): <metric>, <metric>_std, gap_<key>, avg_gap, seeds
+    "The authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the logged values, JSD x1e4, round(2); gaps of the rounded means; Avg Gap round(4)"
+    if not len(results): return pd.DataFrame(columns=['avg_gap', 'seeds'])
+    df = as_logged(results)
+    cols = [c for c in LOGGED_DIGITS if c in df and df[c].notna().any()]
+    idx, g = ordered_methods(df['method']), df.groupby('method')
+    mean, std = g[cols].mean().reindex(idx), g[cols].std().reindex(idx)   # pandas' std: ddof=1, as aggregate(['mean', 'std'])
+    for c, k in PAPER_SCALE.items():
+        if c in cols: mean[c], std[c] = mean[c]*k, std[c]*k
+    out = pd.concat([mean.round(2), std.round(2).add_suffix('_std')], axis=1)
+    gold = role_method('gold')
+    gaps = pd.DataFrame({k: (out[k] - out.loc[gold, k]).abs() if gold in out.index and k in out else np.nan for k in keys}, index=idx)
+    out['avg_gap'] = gaps.mean(axis=1).round(4)
+    for k in keys: out[f'gap_{k}'] = gaps[k].round(2)   # a difference of two 2-decimal means: round(2) drops the float noise alone
+    out['seeds'] = g.seed.nunique().reindex(idx)
+    return out
+
+# %% ../nbs/07_report.ipynb #812abefb
+def rank_ties(values:pd.Series,      # method -> printed (rounded) value
+              higher_better:bool=False # True: the largest value ranks first (default: the smallest)
+             ) -> dict:
+    "`{method: 1 or 2}`: 1 for every unlearning method (references excluded) at the best value, 2 for every one at the next value"
+    cand = values[[m for m in values.index if not is_reference(m)]].dropna()
+    top = sorted(cand.unique(), reverse=higher_better)[:2]
+    return {m: top.index(v) + 1 for m, v in cand.items() if v in top}
+
+def paper_cell(agg:pd.DataFrame, # paper_aggregate's table
+               method:str,       # a row of it
+               col:str           # a column of it, e.g. 'avg_gap', 'jsd_legacy'
+              ) -> str:
+    "The printed cell: Avg Gap with 4 decimals and no spread, the rest `mean ± std` with 2 (the mean alone where the std is undefined)"
+    d, m = PAPER_DIGITS.get(col, 2), agg.loc[method, col]
+    if pd.isna(m): return ''
+    s = agg.loc[method, f'{col}_std'] if f'{col}_std' in agg else np.nan
+    return f'{m:.{d}f}' + (f' ± {s:.{d}f}' if pd.notna(s) else '')
+
 # %% ../nbs/07_report.ipynb #73db6c28
 PAPER_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus')
-PAPER_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD ×1e4': ('jsd', 1e4, 2), 'Time (min.)': ('time_min', 1, 2)}
-MISSING = '—'   # a cell the paper has and we do not: the method did not run, or the block has no benchmark
+PAPER_ROWS = {'Avg Gap': 'avg_gap', 'JSD ×1e4': 'jsd_legacy', 'Time (min.)': 'time_min'}   # label -> paper_aggregate's column
+MISSING = '—'   # a cell the paper has and we do not: the method did not run, the block has no benchmark, or the rows lack the column
 
 def best_of(table:pd.DataFrame, # a ranked table (ranks in attrs['rank'])
             row:str              # a row label, e.g. 'Avg Gap'
-           ) -> str: # the column ranked first in that row; '' when none is
+           ) -> str: # the column ranked first in that row (the first of them where several tie); '' when none is
     "The column ranked first in `row` of `table`"
     return next((c for (r, c), k in table.attrs.get('rank', {}).items() if r == row and k == 1), '')
 
@@ -145,42 +201,103 @@ def shape(table:pd.DataFrame, # a ranked table (make_table, metric_table)
     out.attrs['rank'] = {(r, c): k for (r, c), k in table.attrs.get('rank', {}).items() if r in out.index and c in out.columns}
     return out
 
-def table_paper(results:pd.DataFrame,  # rows of results.csv of one benchmark: one per (method, seed)
+def _paper_agg(results, methods):   # the authors' aggregation of every row (Gold's give the gaps where Gold is no column), on `methods`
+    agg = paper_aggregate(results) if len(results) else pd.DataFrame()
+    return agg.loc[[m for m in agg.index if m in methods]]
+
+def table_paper(results:pd.DataFrame,  # rows of results.csv of one benchmark: one per (method, seed), Gold's included
                 methods=PAPER_METHODS, # the columns (registry names), in order; only these are ranked
-                rows:dict=PAPER_ROWS   # {label: (column, scale, digits)}, in order
+                rows:dict=PAPER_ROWS   # {label: paper_aggregate's column}, in order
                ) -> pd.DataFrame:
-    "One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods`, the paper's methods alone ranked"
-    df = results[results.method.isin(methods)]
-    t = metric_table(df, rows) if len(df) else pd.DataFrame()
-    return shape(t, rows, [display_name(m) for m in methods])
+    "One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods` by the authors' aggregation, the paper's methods alone ranked, ties all bold"
+    agg, cells, ranks = _paper_agg(results, methods), {}, {}
+    for label, col in rows.items():
+        if col not in agg or agg[col].isna().all(): continue
+        cells[label] = {m: paper_cell(agg, m, col) for m in agg.index if pd.notna(agg.loc[m, col])}
+        ranks[label] = rank_ties(agg[col])
+    return shape(make_table(cells, ranks) if cells else pd.DataFrame(), rows, [display_name(m) for m in methods])
 
 # %% ../nbs/07_report.ipynb #a9d3ef9f
 SUPP_ROWS = {'MIA Acc.': 'mia', 'Forget Acc.': 'acc_forget', 'Retain Acc.': 'acc_retain', 'Test Acc.': 'acc_test', 'Avg Gap': 'avg_gap'}
+SUPP_RANKED = {label: (k if k == 'avg_gap' else f'gap_{k}') for label, k in SUPP_ROWS.items()}   # what each row ranks: its gap to Gold
 
-def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, gold's rows included (one per seed)
-                     methods=PAPER_METHODS, # the columns (registry names), in order; only these are ranked
-                     digits:int=2           # decimals of the accuracies and their gaps (Avg Gap: 4)
+def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, Gold's rows included (one per seed)
+                     methods=PAPER_METHODS  # the columns (registry names), in order; only these are ranked
                     ) -> pd.DataFrame:
-    "One benchmark's block of `tab:avg_gap_supp` as printed: `mean ± std (gap to Gold)` per Avg Gap term, then Avg Gap; gaps ranked"
-    df = results[results.method.isin(methods)]
-    keys = [k for k in GAP_KEYS if k in df and df[k].notna().any()]
-    if not len(df): return shape(pd.DataFrame(), SUPP_ROWS, [display_name(m) for m in methods])
-    g = gaps_to_gold(df, keys) if (df.method == role_method('gold')).any() else df
-    cols = [c for c in [*SUPP_ROWS.values(), *(f'gap_{k}' for k in keys)] if c in g]
-    mean, std = summarize(g, cols); cells, ranks = {}, {}
+    "One benchmark's block of `tab:avg_gap_supp` as printed, by the authors' aggregation: `mean ± std (gap to Gold)` per Avg Gap term, then Avg Gap; gaps ranked, ties all bold"
+    agg, cells, ranks = _paper_agg(results, methods), {}, {}
     for label, k in SUPP_ROWS.items():
-        if k not in mean or mean[k].isna().all(): continue
-        gap, d = (f'gap_{k}', digits) if k != 'avg_gap' else ('avg_gap', 4)
-        gtxt = lambda m: f' ({mean.loc[m, gap]:.{d}f})' if k != 'avg_gap' and gap in mean and pd.notna(mean.loc[m, gap]) else ''
-        cells[label] = {m: fmt_pm(mean.loc[m, k], std.loc[m, k], d) + gtxt(m) for m in mean.index if pd.notna(mean.loc[m, k])}
-        if gap in mean: ranks[label] = rank_row(mean[gap])
-    return shape(make_table(cells, ranks), SUPP_ROWS, [display_name(m) for m in methods])
+        if k not in agg or agg[k].isna().all(): continue
+        gap = agg[SUPP_RANKED[label]]
+        txt = lambda m: '' if k == 'avg_gap' or is_reference(m) or pd.isna(gap[m]) else f' ({gap[m]:.2f})'
+        cells[label] = {m: paper_cell(agg, m, k) + txt(m) for m in agg.index if pd.notna(agg.loc[m, k])}
+        if gap.notna().any(): ranks[label] = rank_ties(gap)
+    return shape(make_table(cells, ranks) if cells else pd.DataFrame(), SUPP_ROWS, [display_name(m) for m in methods])
+
+# %% ../nbs/07_report.ipynb #c7784bac
+CERTAIN_ROWS = {'Avg Gap': 'avg_gap', 'JSD ×1e4': 'jsd_legacy'}   # the ranked rows whose certainty is reported
+
+def per_seed(results:pd.DataFrame, # rows of one benchmark, Gold's included
+             col:str               # a paper_aggregate column, e.g. 'avg_gap'
+            ) -> pd.DataFrame: # seeds x methods
+    "`col` of every method computed the paper's way on each seed's rows alone"
+    return pd.DataFrame({s: a[col] for s, df in results.groupby('seed', sort=False) if col in (a := paper_aggregate(df))}).T
+
+def _names(ms, agg, col):
+    d = PAPER_DIGITS.get(col, 2)
+    return ', '.join(display_name(m) for m in ms) + f' ({agg.loc[ms[0], col]:.{d}f})' + (' (tied)' if len(ms) > 1 else '')
+
+def certainty(results:pd.DataFrame,  # rows of one benchmark, Gold's included (one per seed)
+              methods=PAPER_METHODS, # the table's methods (registry names): only these are ranked
+              rows:dict=None         # {row label: paper_aggregate column}; None: CERTAIN_ROWS
+             ) -> pd.DataFrame:
+    "For each ranked row: the best and the second method, second - best on each seed (the table's computation, per seed), and in how many seeds the order holds"
+    agg, out = _paper_agg(results, methods), {}
+    for label, col in (rows or CERTAIN_ROWS).items():
+        if col not in agg or agg[col].isna().all(): continue
+        rk, d = rank_ties(agg[col]), PAPER_DIGITS.get(col, 2)
+        best, second = [m for m, k in rk.items() if k == 1], [m for m, k in rk.items() if k == 2]
+        if not best: continue
+        row = {'Best': _names(best, agg, col), 'Second': _names(second, agg, col) if second else MISSING}
+        if second:
+            ps = per_seed(results[results.method.isin([role_method('gold'), *best, *second])], col)
+            diff = (ps[second].min(axis=1) - ps[best].max(axis=1)).dropna().round(d)
+            row['Second − best, per seed'] = ', '.join(f'{s}: {v:+.{d}f}' for s, v in diff.items())
+            ties = int((diff == 0).sum())
+            row['Order holds'] = f'{int((diff > 0).sum())} of {len(diff)} seeds' + (f' ({ties} tied)' if ties else '')
+        else: row['Second − best, per seed'], row['Order holds'] = '', 'all tied' if len(best) > 1 else 'one method ranked'
+        out[label] = row
+    t = pd.DataFrame(out, index=['Best', 'Second', 'Second − best, per seed', 'Order holds']).T
+    t.attrs['rank'] = {}
+    return t
+
+# %% ../nbs/07_report.ipynb #9f4f61a2
+def standing(results:pd.DataFrame,  # rows of one benchmark, Gold's included
+             method:str='lotus',    # the method whose place is asked
+             col:str='avg_gap',     # a paper_aggregate column, e.g. 'avg_gap', 'jsd_legacy'
+             methods=PAPER_METHODS  # the ranked table's methods
+            ) -> dict: # value, rank, of, best (methods), best_value, and behind ('k of n seeds': the best below it) where it is not best; {} where it did not run
+    "Where `method` stands in a paper-shaped row: its printed value, its rank, the best methods, and the seeds where they beat it"
+    agg = _paper_agg(results, methods)
+    v = agg[col][[m for m in agg.index if not is_reference(m)]].dropna() if col in agg else pd.Series(dtype=float)
+    if method not in v.index: return {}
+    best = [m for m in v.index if v[m] == v.min()]
+    out = dict(value=v[method], rank=int((v < v[method]).sum()) + 1, of=len(v), best=best, best_value=v.min())
+    if method not in best: out['behind'] = certainty(results, [*best, method], {col: col}).loc[col, 'Order holds']
+    return out
+
+# %% ../nbs/07_report.ipynb #38b27178
+OURS_AVG_GAP = 'Avg Gap (ours: mean of per-seed gaps)'
+EXTRA_ROWS = {OURS_AVG_GAP: ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), "JSD x1e4 (authors' formula)": ('jsd_legacy', 1e4, 2),
+              'RF-JSD x1e4': ('rf_jsd', 1e4, 2), "RF-JSD x1e4 (authors' formula)": ('rf_jsd_legacy', 1e4, 2), 'ZRF': ('zrf', 1, 4),
+              'Time (min.)': ('time_min', 1, 2)}   # the '_extra' table's rows: our aggregation, labelled so
 
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table
-    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape; '_extra': every method that ran and every metric (registered ones, and the peak memory a run used)"
-    return {'avg_gap': table_paper(results), 'avg_gap_supp': table_supp_paper(results),
-            'avg_gap_extra': table_avg_gap(results, {**MAIN_ROWS, **extra_rows(), **RESOURCE_ROWS}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
+    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its '_certainty'; '_extra': ours, every method that ran and every metric"
+    return {'avg_gap': table_paper(results), 'avg_gap_certainty': certainty(results),
+            'avg_gap_supp': table_supp_paper(results), 'avg_gap_supp_certainty': certainty(results, rows=SUPP_RANKED),
+            'avg_gap_extra': table_avg_gap(results, {**EXTRA_ROWS, **extra_rows(), **RESOURCE_ROWS}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
 
 # %% ../nbs/07_report.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply
@@ -206,7 +323,7 @@ def save_table(table:pd.DataFrame, # a make_table table (ranks in attrs['rank'] 
     "Write `table` as `name.md`, `name.tex` and `name.csv` under `out_dir`; returns the paths"
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = {ext: out/f'{name}.{ext}' for ext in ('md', 'tex', 'csv')}
-    paths['md'].write_text(render(table, 'md').to_markdown() + '\n')
+    paths['md'].write_text(render(table, 'md').to_markdown(disable_numparse=True) + '\n')   # the cells as printed: '0.0200' stays, not 0.02
     paths['tex'].write_text(render(table, 'tex').to_latex(escape=False))
     table.to_csv(paths['csv'])
     return paths

@@ -4,6 +4,7 @@
 
 # %% ../nbs/17_salun.ipynb #a576bbc5
 from __future__ import annotations
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -64,7 +65,7 @@ def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
           progress:bool=True,   # show a progress bar over epochs
          ) -> Unlearned:        # the trained copy, eval mode; record: Random Labeling's plus the mask's size
     "SalUn: Random Labeling with the gradients multiplied by the saliency mask of the forget set"
-    return with_saliency(random_label, original, task, cfg, progress)
+    return with_saliency(functools.partial(random_label, desc='SalUn'), original, task, cfg, progress)   # its bar says SalUn
 
 # %% ../nbs/17_salun.ipynb #9d1c272f
 def masked_grads_zero(mask:dict, # parameter name -> 0/1 tensor, in named_parameters() order

@@ -10,7 +10,7 @@ from .data import ImageData, check_choice, check_seed, check_fraction, stratifie
 
 # %% auto #0
 __all__ = ['SPLIT_RULES', 'per_class_sample', 'Splits', 'make_splits', 'dataset_splits', 'register_split', 'split_rule',
-           'validation_splits']
+           'unreported_heldout', 'validation_splits']
 
 # %% ../nbs/01b_splits.ipynb #a893c309
 def per_class_sample(y,        # labels, one per item
@@ -110,21 +110,43 @@ def split_rule(name:str,         # a registered rule: 'random' (the paper's), 'v
         raise ValueError(f"split rule {name!r} takes no option {', '.join(bad)}; its options: {', '.join(takes) or 'none'}")
     return f
 
+def unreported_heldout(y_heldout,          # labels of the held-out split
+                       reported_tests,     # the reported seeds' test sets: positions into the held-out split
+                       seed:int,           # the validation seed: draws the two sets
+                       per_class:int=None, # draw this many images of each class for each set; None: halve what is left
+                      ) -> tuple:          # (unseen, test): sorted held-out positions, disjoint, in no reported test set
+    "The validation unseen and test sets, drawn per class from the held-out images in none of `reported_tests`"
+    yh = np.asarray(y_heldout); used = np.zeros(len(yh), bool)
+    for t in reported_tests: used[np.asarray(t, dtype=int)] = True
+    free, need = np.flatnonzero(~used), 2 if per_class is None else 2*per_class
+    for c in np.unique(yh):
+        if (have := int((yh[free] == c).sum())) < need:
+            raise ValueError(f"class {c}: {have} of its {int((yh == c).sum())} held-out images lie outside the {len(reported_tests)} reported test sets, "
+                             f"{need} needed (the validation unseen and test sets, {need//2} each); report fewer seeds or use a larger held-out split")
+    if per_class is None: unseen = free[stratified_sample(yh[free], 0.5, seed)]
+    else: unseen = free[per_class_sample(yh[free], per_class, seed)]
+    rest = np.setdiff1d(free, unseen)
+    test = rest if per_class is None else np.sort(rest[per_class_sample(yh[rest], per_class, seed)])
+    return unseen, test
+
 @register_split('validation')
 def validation_splits(data:ImageData,       # a loaded dataset drawn by the paper's rule (make_splits)
                       forget_pct:float=0.1,  # fraction of each class to forget, as in the reported benchmark
-                      seed:int=0,            # the validation seed: draws the forget set and the unseen/test cut; never a reported seed
+                      seed:int=0,            # the validation seed: draws the forget set and the unseen/test sets; never a reported seed
                       forget_class:int=None, # not defined: a class has one forget set
                       retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
-                      exclude_seeds=(),      # the reported seeds, whose forget sets are never drawn
+                      exclude_seeds=(),      # the reported seeds: no image of their forget sets, nor of their test sets, is drawn
+                      heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut for the seed
                      ) -> Splits:
-    "A forget set of the reported size per class drawn outside every forget set of `exclude_seeds`; the rest as `dataset_splits`"
+    "A forget set of the reported size per class outside every forget set of `exclude_seeds`, unseen and test sets outside all their test sets"
     seed = check_seed(seed); exclude = [check_seed(s) for s in exclude_seeds]
+    check_choice(heldout, ('unreported', 'paper'), 'held-out rule')
     if forget_class is not None: raise ValueError("the validation rule draws instance forget sets: a class has only one forget set")
     if seed in exclude: raise ValueError(f"the validation seed {seed} is a reported seed ({exclude}): choose another")
     base = dataset_splits(data, forget_pct, seed, None, retain_pct)
+    reported = [dataset_splits(data, forget_pct, s, None, retain_pct) for s in exclude]
     y = np.asarray(data.y_train); taken = np.zeros(len(y), bool)
-    for s in exclude: taken[dataset_splits(data, forget_pct, s, None, retain_pct).forget] = True
+    for r in reported: taken[r.forget] = True
     rng, forget = np.random.RandomState([seed, 1]), []
     for c in np.unique(y):
         need, free = int((y[base.forget] == c).sum()), np.flatnonzero((y == c) & ~taken)
@@ -132,4 +154,6 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
         forget.append(rng.permutation(free)[:need])
     forget = np.sort(np.concatenate(forget)); retain = np.setdiff1d(np.arange(len(y)), forget)
     retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
-    return Splits(forget, retain, retain_sub, base.unseen, base.test, seed, forget_pct, None)
+    if heldout == 'paper': unseen, test = base.unseen, base.test
+    else: unseen, test = unreported_heldout(data.y_heldout, [r.test for r in reported], seed, (data.fixed or {}).get('heldout_per_class'))
+    return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)

@@ -17,7 +17,7 @@ __all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'row_id
 
 # %% ../nbs/07a_store.ipynb #07c97d1f
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
-METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'zrf', 'avg_gap', 'time_min']
+METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'rf_jsd_legacy', 'zrf', 'avg_gap', 'time_min']
 RESOURCES = ['threads', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, peak device memory (CUDA), peak host RSS
 COLUMNS = KEY + ['method_seed'] + METRICS + RESOURCES
 ID_FIELDS = ('dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'setup', 'seed', 'method_seed')   # the order of a row_id

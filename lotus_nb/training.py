@@ -16,11 +16,12 @@ from .store import atomic_write
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'RECIPES', 'CACHE_VERSION', 'get_device', 'set_seed', 'autocast',
-           'model_device', 'to_device', 'Timer', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr',
-           'device_batches', 'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable',
-           'StepGraph', 'step_graph', 'train_epoch', 'ce_loss', 'Recipe', 'warmup_cosine', 'recipe_from', 'fit',
-           'cache_key', 'save_checkpoint', 'load_checkpoint', 'train_cached']
+__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'SCHEDULES', 'KEEPS', 'RECIPES', 'OUR_RECIPES', 'CACHE_VERSION',
+           'get_device', 'set_seed', 'autocast', 'model_device', 'to_device', 'Timer', 'set_fast', 'fast_path',
+           'fast_enabled', 'new_optimizer', 'set_lr', 'device_batches', 'cudnn_benchmark', 'n_batches', 'predict',
+           'accuracy_of', 'train_step', 'graphable', 'StepGraph', 'step_graph', 'train_epoch', 'ce_loss', 'Recipe',
+           'warmup_cosine', 'linear_warmup_decay', 'lr_schedule', 'recipe_from', 'fit', 'cache_key', 'save_checkpoint',
+           'load_checkpoint', 'train_cached']
 
 # %% ../nbs/03_training.ipynb #d98ee362
 def get_device(device:str='auto', # 'cpu', 'cuda', 'cuda:N', or 'auto': CUDA when available, else the CPU
@@ -354,6 +355,9 @@ def ce_loss(model): # the network whose logits model(x) are scored against y
     return graphable(lambda b: F.cross_entropy(model(b[0]), b[1]), key=('ce', model))
 
 # %% ../nbs/03_training.ipynb #28155bde
+SCHEDULES = ('linear', 'cosine', 'constant')   # Recipe.schedule: the authors' per-epoch linear warm-up and decay, our per-step warm-up and cosine, none
+KEEPS = ('last', 'best')                       # Recipe.keep: the last epoch's weights (the authors' run), or the best-validation ones
+
 @dataclass
 class Recipe:
     "How $f_{orig}$ and $f_{gold}$ are trained"
@@ -362,11 +366,19 @@ class Recipe:
     lr: float = 0.1            # peak SGD learning rate, reached after the warm-up
     momentum: float = 0.9      # SGD momentum
     weight_decay: float = 5e-4 # SGD weight decay (L2)
-    warmup: int = 5            # epochs of linear warm-up before the cosine decay
-    patience: int = 20         # early stopping on validation loss; None trains all epochs
+    warmup: int = 30           # epochs of linear warm-up before the decay (unused by schedule 'constant')
+    patience: int = 50         # early stopping on validation loss; None trains all epochs
+    schedule: str = 'linear'   # 'linear': the authors' (per epoch, warm-up then linear decay); 'cosine': ours (per step, warm-up then cosine); 'constant'
+    keep: str = 'last'         # the weights fit returns: 'last' (the authors' run: the epoch training stopped at) or 'best' (lowest validation loss)
+    def __post_init__(self): check_choice(self.schedule, SCHEDULES, 'recipe schedule'); check_choice(self.keep, KEEPS, 'recipe keep')
 
-RECIPES = {'resnet': Recipe(), 'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=1, patience=5)}
+RECIPES = {'resnet': Recipe(),    # the authors' runs: reproduce_results.sh:17, with config.py:45-46 (momentum, weight decay), 48 (warm-up), 50 (patience)
+           'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=0, patience=10, schedule='constant')}   # reproduce_results.sh:60, config.py:43-47 (SGD, lr 1e-4, no scheduler)
+OUR_RECIPES = {'resnet': Recipe(warmup=5, patience=20, schedule='cosine', keep='best'),   # ours before we followed the authors' runs
+               'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=1, patience=5, schedule='cosine', keep='best')}
 
+
+# %% ../nbs/03_training.ipynb #b7d1e301
 def warmup_cosine(opt,                 # its learning rates are scaled by the schedule's factor
                   steps_per_epoch:int, # batches per epoch (the schedule steps per batch)
                   recipe:Recipe):      # gives the epochs and warm-up epochs
@@ -377,6 +389,22 @@ def warmup_cosine(opt,                 # its learning rates are scaled by the sc
         return 0.5*(1 + math.cos(math.pi*(step-warm)/max(1, total-warm)))
     return torch.optim.lr_scheduler.LambdaLR(opt, f)
 
+def linear_warmup_decay(opt,           # its learning rates are scaled by the schedule's factor
+                        recipe:Recipe): # gives the epochs and warm-up epochs
+    "The authors' per-epoch schedule (`train.py:177-181`): factor `min(1, (e+1)/warmup) * (1 - max(0, e+1-warmup)/(epochs-warmup))` in epoch `e`"
+    w, n = recipe.warmup, recipe.epochs    # a denominator of 0 (warm-up 0, or as long as the run), where theirs fails, counts as 1
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda e: min(1.0, (e + 1)/max(1, w)) * (1.0 - max(0.0, (e + 1) - w)/max(1, n - w)))
+
+def lr_schedule(opt,                 # the optimiser whose learning rates the schedule sets
+                steps_per_epoch:int, # batches per epoch
+                recipe:Recipe,       # its schedule, epochs and warm-up
+               ) -> tuple:           # (scheduler stepped after every batch, scheduler stepped after every epoch); None where there is none
+    "The schedulers of `recipe.schedule`: 'linear' steps per epoch, 'cosine' per step, 'constant' has none"
+    if recipe.schedule == 'cosine': return warmup_cosine(opt, steps_per_epoch, recipe), None
+    if recipe.schedule == 'linear': return None, linear_warmup_decay(opt, recipe)
+    return None, None
+
+
 # %% ../nbs/03_training.ipynb #279fd89a
 def recipe_from(over,              # a dict of Recipe fields to change, a Recipe (returned as is), or None (the base)
                 base:Recipe=None   # the recipe that over changes; None: Recipe()
@@ -386,46 +414,51 @@ def recipe_from(over,              # a dict of Recipe fields to change, a Recipe
     base = base or Recipe()
     if over is None or isinstance(over, Recipe): return over or base
     if not isinstance(over, dict): raise ValueError(f"a recipe is a dict of Recipe fields, got {over!r}")
-    fields = {f.name: f for f in dataclasses.fields(Recipe)}
+    fields, choices = {f.name: f for f in dataclasses.fields(Recipe)}, dict(schedule=SCHEDULES, keep=KEEPS)
     if bad := sorted(set(over) - set(fields)):
         raise ValueError(f"unknown recipe field(s) {', '.join(map(str, bad))}; valid fields: {', '.join(fields)}")
     for k, v in over.items():
+        if k in choices: check_choice(v, choices[k], f'recipe {k}'); continue
         ok = (v is None and k == 'patience') or (not isinstance(v, bool) and isinstance(v, int if fields[k].type in ('int', int) else (int, float)))
         if not ok or (v is not None and v < 0) or (k in ('epochs', 'batch_size') and v < 1):
             raise ValueError(f"recipe field {k} must be a {'positive ' if k in ('epochs', 'batch_size') else 'non-negative '}{fields[k].type}"
                              f"{' or None' if k == 'patience' else ''}, got {v!r}")
     return dataclasses.replace(base, **over)
 
+
 # %% ../nbs/03_training.ipynb #d11564b7
-def fit(model:nn.Module,     # trained in place; on return, its best-validation weights when early stopping ran
+def fit(model:nn.Module,     # trained in place; on return, the weights recipe.keep names: the last epoch's, or the best-validation ones
         train,               # the split to train on (augmented, shuffled)
-        recipe:Recipe,       # epochs, batch size, SGD settings, warm-up, patience
+        recipe:Recipe,       # epochs, batch size, SGD settings, schedule, warm-up, patience, which weights to keep
         val=None,            # validation split: early stopping, val_loss and val_acc (unused if patience is None)
         seed:int=0,          # seeds the generators and the loader's shuffling
         progress:bool=True,  # show a tqdm bar over epochs
-        ) -> dict:           # history (one dict per epoch) and time_min
-    "Train `model` in place with `recipe`; returns the per-epoch history and the time in minutes"
+        ) -> dict:           # history (one dict per epoch, with the lr it started at), kept_epoch and time_min
+    "Train `model` in place with `recipe`; returns the per-epoch history, the epoch whose weights it holds, and the time in minutes"
     set_seed(seed); train = as_split(train)
     loader = train.loader(recipe.batch_size, train=True, seed=seed)
     opt = new_optimizer('sgd', model.parameters(), recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay)
-    sched, loss_fn = warmup_cosine(opt, len(loader), recipe), ce_loss(model)
-    hist, best, bad = [], (math.inf, None), 0
+    (per_step, per_epoch), loss_fn = lr_schedule(opt, len(loader), recipe), ce_loss(model)
+    stopping, hist, best, bad = val is not None and recipe.patience is not None, [], (math.inf, None, None), 0
     with Timer(model_device(model)) as t:
         for epoch in tqdm(range(recipe.epochs), disable=not progress, desc='fit'):
-            row = dict(epoch=epoch, train_loss=train_epoch(model, loader, loss_fn, opt, sched))
-            if val is not None and recipe.patience is not None:
+            row = dict(epoch=epoch, lr=float(opt.param_groups[0]['lr']))
+            row['train_loss'] = train_epoch(model, loader, loss_fn, opt, per_step)
+            if stopping:
                 logits, y = predict(model, val)
                 row['val_loss'] = F.cross_entropy(logits, y).item(); row['val_acc'] = (logits.argmax(1) == y).float().mean().item()
-                if row['val_loss'] < best[0]: best, bad = (row['val_loss'], copy.deepcopy(model.state_dict())), 0
+                if row['val_loss'] < best[0]: best, bad = (row['val_loss'], epoch, copy.deepcopy(model.state_dict()) if recipe.keep == 'best' else None), 0
                 else: bad += 1
             hist.append(row)
-            if val is not None and recipe.patience is not None and bad >= recipe.patience:
+            if stopping and bad >= recipe.patience:
                 log.info(f"early stop at epoch {epoch}"); break
-        if best[1] is not None: model.load_state_dict(best[1])
-    return dict(history=hist, time_min=t.minutes)
+            if per_epoch is not None: per_epoch.step()
+        if best[2] is not None: model.load_state_dict(best[2])
+    return dict(history=hist, kept_epoch=best[1] if best[2] is not None else len(hist) - 1, time_min=t.minutes)
+
 
 # %% ../nbs/03_training.ipynb #a236e80e
-CACHE_VERSION = 3   # bump when a change of the code changes what a cached model or a results row holds: every key changes with it
+CACHE_VERSION = 4   # bump when a change of the code changes what a cached model or a results row holds: every key changes with it
 
 def cache_key(**spec, # whatever determines the cached object; keys in any order, non-JSON values as str
               ) -> str: # 16 hex digits of its SHA-1

@@ -42,15 +42,16 @@ def suggest(trial,      # an Optuna trial (optuna.trial.FixedTrial in tests)
 
 # %% ../nbs/28_tuner.ipynb #81d71c8c
 def validation_spec(spec:BenchmarkSpec, # the reported benchmark (instance unlearning, the paper's split rule)
-                    seeds,              # the reported seeds: the validation forget set avoids all their forget sets
-                    val_seed:int=0,     # draws the validation forget set; a reported seed is refused
+                    seeds,              # the reported seeds: the validation sets avoid their forget and test sets
+                    val_seed:int=0,     # draws the validation sets; a reported seed is refused
+                    heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut of val_seed
                    ) -> BenchmarkSpec:
-    "The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported one"
+    "The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported one, its unseen and test sets outside every reported test set"
     if spec.forget_class is not None: raise ValueError("class unlearning has a single forget set per class: there is none left to tune on")
     if spec.split != 'random': raise ValueError(f"tuning draws its validation set from the paper's split rule, not {spec.split!r}")
     seeds, val_seed = [check_seed(s) for s in seeds], check_seed(val_seed)
     if val_seed in seeds: raise ValueError(f"the validation seed {val_seed} is a reported seed ({seeds}): choose another")
-    return dataclasses.replace(resolve_spec(spec), split='validation', split_options={'exclude_seeds': seeds})
+    return dataclasses.replace(resolve_spec(spec), split='validation', split_options={'exclude_seeds': seeds, 'heldout': heldout})
 
 # %% ../nbs/28_tuner.ipynb #3b116f87
 def storage_url(storage # an RDB URL ('sqlite:///...', 'postgresql://...'), a .db file, or a folder (its tuning.db)
@@ -134,10 +135,11 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
          cache_dir=None,           # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
          prune:bool=True,          # run a trial with epochs first at a third of them, and prune it if it is worse than the median
          prune_startup:int=5,      # completed trials before any trial is pruned
+         heldout:str='unreported', # the validation unseen and test sets: outside every reported test set; 'paper': the paper's cut of val_seed
          **options                 # the executor's options: device, progress, ray_address, num_cpus
         ) -> optuna.Study:
     "Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds; `prune`: by rungs of epochs"
-    space, vspec = search_space(method), validation_spec(spec, seeds, val_seed)
+    space, vspec = search_space(method), validation_spec(spec, seeds, val_seed, heldout)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1: raise ValueError(f"trials must be a positive integer, got {trials!r}")
     if not budget_s > 0: raise ValueError(f"budget_s must be positive, got {budget_s!r}")
     if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1: raise ValueError(f"parallel must be a positive integer, got {parallel!r}")

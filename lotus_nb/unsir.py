@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.data import Subset
 from tqdm.auto import tqdm
+from .data import check_choice
 from .loaders import IndexSplit, DatasetSplit
 from .training import train_epoch, ce_loss, autocast, model_device
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
@@ -34,16 +35,17 @@ def input_range(split,              # the images whose valid range is wanted; it
     return lo, hi
 
 # %% ../nbs/16_unsir.ipynb #95e515cb
-def error_maximizing_noise(model:nn.Module,      # the model being unlearned; evaluated in eval mode, mode restored
+def error_maximizing_noise(model:nn.Module,      # the model being unlearned; its mode is restored
                            x_forget:torch.Tensor, # a forget batch $x_f$, on the model's device
                            lo:torch.Tensor,       # per-channel lower bound of valid inputs (from input_range)
                            hi:torch.Tensor,       # per-channel upper bound of valid inputs (from input_range)
                            steps:int=5,           # Adam steps on the noise
                            lr:float=0.01,         # Adam's learning rate on the noise
+                           mode:str='train',      # 'train': BatchNorm on batch statistics, updating its running ones (unsir_class.py:149-161); 'eval': neither
                           ) -> tuple:             # (noise shaped like x_forget, Adam steps actually taken)
     "Noise shaped like `x_forget` after `steps` Adam steps on $-\\mathrm{MSE}(f(noise), f(x_f))$, clamped to `[lo, hi]`; returns `(noise, steps_taken)`"
     dev, was_training = x_forget.device, model.training
-    model.eval()
+    model.train(check_choice(mode, ('train', 'eval'), 'noise mode') == 'train')
     with torch.no_grad(), autocast(dev): target = model(x_forget).float()
     noise = torch.randn_like(x_forget, dtype=torch.float32).requires_grad_()
     opt = torch.optim.Adam([noise], lr=lr)
@@ -64,15 +66,18 @@ def impair_epoch(model:nn.Module,             # the model being unlearned; train
                  hi:torch.Tensor,             # per-channel upper bound of the noise (from input_range)
                  noise_steps:int=5,           # Adam steps on each noise batch
                  noise_lr:float=0.01,         # Adam's learning rate on the noise
-                 noise_fn=error_maximizing_noise, # noise_fn(model, x_f, lo, hi, steps, lr) -> (noise, steps_taken)
+                 noise_fn=error_maximizing_noise, # noise_fn(model, x_f, lo, hi, steps, lr, mode) -> (noise, steps_taken)
+                 noise_mode:str='train',      # the model's mode while the noise is optimised: 'train' or 'eval'
+                 full:int=None,               # skip a pair unless both batches hold that many images (unsir_class.py:136-140); None: cut to the common size
                 ) -> dict:                    # loss: mean impair loss; noise_steps: steps taken for each pair
     "One impair pass: per pair, error-maximising noise, then one step on $CE(f(noise), y_r) + CE(f(x_r), y_r)$; returns the mean loss and the noise steps of each pair"
     dev = model_device(model); total, steps = torch.zeros((), device=dev), []
     for (xr, yr, *_), (xf, *_) in zip(retain_batches, forget_batches):
+        if full is not None and not len(xr) == len(xf) == full: continue   # the authors' rule: both batches full
         n = min(len(xr), len(xf))
         if n < 2: continue                                # BatchNorm cannot train on a single image
         xr, yr, xf = xr[:n].to(dev, non_blocking=True), yr[:n].to(dev, non_blocking=True), xf[:n].to(dev, non_blocking=True)
-        noise, taken = noise_fn(model, xf, lo, hi, noise_steps, noise_lr)
+        noise, taken = noise_fn(model, xf, lo, hi, noise_steps, noise_lr, noise_mode)
         model.train()
         with autocast(dev): loss = F.cross_entropy(model(noise), yr) + F.cross_entropy(model(xr), yr)
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
@@ -105,6 +110,8 @@ class UNSIRConfig(MethodConfig):
     noise_steps: int = 5       # Adam steps on each noise batch (the authors' loop took 1: PROTOCOL section 7)
     noise_lr: float = 0.01     # Adam's learning rate on the noise
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
+    noise_mode: str = 'train'  # the model's mode during the noise steps: train, as unsir_class.py:161 leaves it; 'eval': ours before
+    pairs: str = 'cut'         # 'cut': a pair cut to the common size (ours); 'full': skip pairs not both full (unsir_class.py:136-140)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=16)}
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), noise_lr=Range(1e-3, 1., log=True))
 
@@ -118,12 +125,12 @@ def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
     student = student_of(original)
     cap = cfg.retain_per_class or (100 if num_classes_of(original, task) >= 100 else 1000)
     retain, (lo, hi) = per_class_subset(task.retain, cap, task.seed), input_range(task.forget)
-    opt = make_optimizer(student.parameters(), cfg)
+    opt, full = make_optimizer(student.parameters(), cfg), cfg.batch_size if check_choice(cfg.pairs, ('cut', 'full'), 'pairs rule') == 'full' else None
     rb = retain.loader(cfg.batch_size, train=True, seed=task.seed)
     fb = task.forget.loader(cfg.batch_size, train=True, seed=task.seed + 1)
     impair, repair = [], []
     for _ in tqdm(range(cfg.epochs), disable=not progress, desc='unsir'):
-        impair.append(impair_epoch(student, rb, fb, opt, lo, hi, cfg.noise_steps, cfg.noise_lr))
+        impair.append(impair_epoch(student, rb, fb, opt, lo, hi, cfg.noise_steps, cfg.noise_lr, noise_mode=cfg.noise_mode, full=full))
         repair.append(train_epoch(student, rb, ce_loss(student), opt))
     return Unlearned(student.eval(), dict(impair_loss=[r['loss'] for r in impair], noise_steps=[r['noise_steps'] for r in impair],
                                           repair_loss=repair, retain_size=len(retain)))

@@ -69,6 +69,85 @@ def test_readme_api_reads_what_a_dataloader_yields():
         lotus_unlearn(model, ds, TensorDataset(x[20:100], nn.functional.one_hot(y[20:100]).float()), unseen, progress=False)
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in weights.items())
     run = lambda forget: lotus_unlearn(model, forget, retain, unseen, seed=0, progress=False, epochs=2)[0].state_dict()
-    by_sampler, by_subset, whole = run(DataLoader(ds, batch_size=7, sampler=SubsetRandomSampler(range(20)))), run(Subset(ds, range(20))), run(ds)
+    by_sampler, by_subset, other = run(DataLoader(ds, batch_size=7, sampler=SubsetRandomSampler(range(20)))), run(Subset(ds, range(20))), run(Subset(ds, range(10)))
     assert all(torch.equal(v, by_subset[k]) for k, v in by_sampler.items()), "the SubsetRandomSampler's items are not the forget set"
-    assert not all(torch.equal(v, whole[k]) for k, v in by_sampler.items()), "the check cannot tell the subset from the whole Dataset"
+    assert not all(torch.equal(v, other[k]) for k, v in by_sampler.items()), "the check cannot tell one forget set from another"   # (the whole Dataset overlaps the retain set: refused)
+
+# ---------------------------------------------------------------- sets checked before any work (issue 28)
+# lotus_nb.loaders' check_disjoint, check_model_fits and memorisation_warning, through the README's call and `evaluate`.
+# Wired into UnlearnTask (check_disjoint), unlearn (check_model_fits), lotus_unlearn (both, and memorisation_warning) and evaluate.
+
+@pytest.fixture(scope='module')
+def memorised():
+    "A 10-class MLP that memorised its 100 training items (random labels: nothing else to learn), and held-out items it never saw"
+    import torch, torch.nn as nn, torch.nn.functional as F
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(300, 1, 4, 4, generator=g), torch.randint(0, 10, (300,), generator=g)
+    torch.manual_seed(0); model = nn.Sequential(nn.Flatten(), nn.Linear(16, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = torch.optim.Adam(model.parameters(), 1e-2)
+    for _ in range(300): opt.zero_grad(); F.cross_entropy(model(x[:100]), y[:100]).backward(); opt.step()
+    return model.eval(), x, y
+
+def _sets(x, y, **ranges):
+    "TensorDatasets of the items in each named range"
+    from torch.utils.data import TensorDataset
+    return {k: TensorDataset(x[a:b], y[a:b]) for k, (a, b) in ranges.items()}
+
+def _refused(call, model, match):
+    "`call()` raises a ValueError matching `match` and leaves `model`'s weights as they were"
+    import copy, torch
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(ValueError, match=match): call()
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items()), "the model changed"
+
+def _lotus(model, s, **kw):
+    from lotus_nb.lotus import lotus_unlearn
+    return lambda: lotus_unlearn(model, s['forget'], s['retain'], s['unseen'], progress=False, epochs=1, **kw)
+
+def test_readme_call_refuses_a_forget_set_overlapping_the_retain_set(memorised):
+    model, x, y = memorised
+    _refused(_lotus(model, _sets(x, y, forget=(0, 20), retain=(10, 100), unseen=(100, 200))), model,
+             'the forget and retain sets share 10 items')
+
+def test_readme_call_refuses_an_unseen_set_equal_to_the_forget_set(memorised):
+    "An unseen set built apart from the forget set (other tensors), with the same items: found by content"
+    model, x, y = memorised
+    s = _sets(x, y, forget=(0, 20), retain=(20, 100)); s['unseen'] = _sets(x.clone(), y.clone(), u=(0, 20))['u']
+    _refused(_lotus(model, s), model, 'the forget and unseen sets share 20 items by content')
+
+def test_readme_call_refuses_labels_the_model_has_no_output_for(memorised):
+    "Forget labels 5 to 14 on a 10-class model: refused, naming the set and the labels, not torch's `Target 11 is out of bounds`"
+    import torch
+    model, x, y = memorised
+    s = _sets(x, y, retain=(20, 100), unseen=(100, 200)); s['forget'] = _sets(x, 5 + torch.arange(300) % 10, f=(0, 20))['f']
+    _refused(_lotus(model, s), model, r'the forget set: 10 labels outside \[0, 10\), from 10 to 14')
+
+def test_readme_call_refuses_inputs_the_model_cannot_take(memorised):
+    "A retain set of 5 x 5 images for a model of 4 x 4 ones: refused naming the retain set, not `Sizes of tensors must match`"
+    import torch
+    model, x, y = memorised
+    s = _sets(x, y, forget=(0, 20), unseen=(100, 200)); s['retain'] = _sets(torch.randn(80, 1, 5, 5), y[20:100], r=(0, 80))['r']
+    _refused(_lotus(model, s), model, 'the retain set: the model cannot take its inputs')
+
+def test_readme_call_warns_of_a_forget_set_the_model_never_trained_on(memorised):
+    "A forget set drawn from held-out data: LoTUS runs, with a MemorisationWarning; a memorised one runs without"
+    import copy, warnings, torch
+    from lotus_nb.loaders import MemorisationWarning
+    model, x, y = memorised
+    before = copy.deepcopy(model.state_dict())
+    with pytest.warns(MemorisationWarning, match='does not tell the forget set from the unseen set') as w:
+        _lotus(model, _sets(x, y, forget=(200, 250), retain=(20, 100), unseen=(100, 200)))()
+    assert 'tau_d' in str(w[0].message) and 'Avg Gap' in str(w[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', MemorisationWarning)              # trained on: no warning
+        _lotus(model, _sets(x, y, forget=(0, 50), retain=(50, 100), unseen=(100, 200)))()
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items()), "the model changed"
+
+def test_evaluate_refuses_overlapping_sets(memorised):
+    "evaluate: a forget set drawn from the test set, and a forget set overlapping the retain set, are refused, naming the sets"
+    from lotus_nb.metrics import evaluate
+    model, x, y = memorised
+    s = _sets(x, y, forget=(200, 220), retain=(0, 100), test=(200, 300), unseen=(100, 200))
+    _refused(lambda: evaluate(model, s['forget'], s['retain'], s['test'], s['unseen']), model, 'the forget and test sets share 20 items')
+    s = _sets(x, y, forget=(0, 20), retain=(10, 100), test=(200, 300), unseen=(100, 200))
+    _refused(lambda: evaluate(model, s['forget'], s['retain'], s['test'], s['unseen']), model, 'the forget and retain sets share 10 items')

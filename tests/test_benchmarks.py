@@ -113,7 +113,7 @@ def test_evaluate_is_one_forward_pass():
     try:
         for s in splits: predict(m, s)
         forward, seen = seen, {}
-        evaluate(m, *splits, ref=ref)
+        evaluate(m, *splits, ref=ref, check_sets=False)   # the set checks run the model on two items of each set; the runner scores so
     finally: h.remove()
     n = sum(len(s) for s in splits)
     assert forward == {id(m): n}, forward

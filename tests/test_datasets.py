@@ -51,7 +51,7 @@ def test_cifar10_pickles(tmp_path):
     assert (len(d.y_train), len(d.y_heldout), d.num_classes, d.in_memory) == (30, 40, 10, True)
     assert d.x_train.dtype == torch.uint8 and d.x_train.shape[1:] == (3, 32, 32)
     assert d.classes == ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
-    assert (d.mean, d.std, d.augment) == (FC.CIFAR_MEAN, FC.CIFAR_STD, 'crop_flip')
+    assert (d.mean, d.std, d.augment) == (FC.CIFAR_MEAN, FC.CIFAR_STD, 'crop')   # the authors' ResNet18 augmentation: crop, no flip
     assert torch.equal(label_of(d.x_train), d.y_train) and torch.equal(label_of(d.x_heldout), d.y_heldout)
     sp = dataset_splits(d, 0.34, seed=3407)
     assert len(sp.forget) == 10 and np.bincount(d.y_train[sp.forget]).tolist() == [1]*10
@@ -91,7 +91,7 @@ def test_tinyimagenet_tree(tmp_path):
     assert (len(d.y_train), len(d.y_heldout), d.x_train.shape[1:], d.in_memory) == (30, 23, (3, 64, 64), True)
     assert d.classes == [f'class {c}' for c in range(5)]             # line order of wnids.txt, first name of words.txt
     assert torch.equal(label_of(d.x_train), d.y_train) and torch.equal(label_of(d.x_heldout), d.y_heldout)
-    assert (d.augment, d.mean) == ('flip', tuple(v/255 for v in (122.4786, 114.2755, 101.3963)))
+    assert (d.augment, d.mean) == ('crop_edge_flip', tuple(v/255 for v in (122.4786, 114.2755, 101.3963)))
     # the fixture catches the authors' misalignment: annotation order paired with the file listing mislabels images
     ann = [l.split('\t')[1] for l in (base/'val'/'val_annotations.txt').read_text().splitlines()]
     wnids = (base/'wnids.txt').read_text().split()
@@ -318,7 +318,7 @@ def test_resize_on_the_device(tmp_path):
     assert torch.equal(read, served)
 
 def test_defaults_of_the_paper_datasets():
-    want = dict(cifar10=('resnet18', 32, 'crop_flip'), cifar100=('resnet18', 32, 'crop_flip'), tinyimagenet=('resnet18', 64, 'flip'),
+    want = dict(cifar10=('resnet18', 32, 'crop'), cifar100=('resnet18', 32, 'crop'), tinyimagenet=('resnet18', 64, 'crop_edge_flip'),
                 mufac=('resnet18', 128, 'mufac'), imagenet=('vit_b_16_imagenet', 224, 'none'),
                 digits=('resnet18_small', 8, 'crop'), fashionmnist=('resnet18_small', 28, 'crop_flip'))
     assert {n: (dataset_defaults(n).model, dataset_defaults(n).img_size, dataset_defaults(n).augment) for n in want} == want

@@ -1,7 +1,7 @@
 "The deviations ledger records every registered method's defaults: a default changed without its ledger row fails here"
 import dataclasses
 import pytest
-from lotus_nb.deviations import DEFAULTS, KINDS, check_defaults, defaults_mismatches, ledger, registry_defaults
+from lotus_nb.deviations import DEFAULTS, DEVIATIONS, KINDS, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
 from lotus_nb.methods import list_methods, method_config
 
 def test_ledger_matches_registry():
@@ -22,4 +22,16 @@ def test_every_value_has_a_source():
 def test_ledger_table():
     L = ledger()
     assert set(L.kind) <= set(KINDS) and not (L == '').any().any()
-    assert {'legacy_stop=True', "passes='shuffled'", 'lr=0.1', 'noise_steps=1'} <= set(L.switch)
+    assert {"passes='shuffled'", 'lr=0.1', 'noise_steps=1', "model='resnet18_tv'", "mia_nonmember='unseen' (evaluate, run_benchmark, BenchmarkSpec)"} <= set(L.switch)
+    assert not L.apply(lambda c: c.str.contains('{lotus_nb.', regex=False)).any().any(), "every citation of ours rendered as file:line"
+
+def test_every_switch_changes_what_its_row_says():
+    "Each row that offers a switch has a probe; applied, the switch changes the value or behaviour the row names"
+    sw = check_switches()
+    assert len(sw) == sum(offers_switch(r) for r in DEVIATIONS + stand_in_rows()) > 40 and sw.changes.all()
+
+def test_a_switch_that_changes_nothing_fails():
+    from lotus_nb.deviations import D, config_probe
+    with pytest.raises(AssertionError, match='has no probe'): check_switches([D('X', 'y', '-', '-', '-', '-', 'z=1', 'our choice')])
+    row = D('SalUn', 'mask fraction k', '-', '-', '-', '-', 'mask_fraction=0.1', 'code over table')
+    with pytest.raises(AssertionError, match='changes nothing'): check_switches([row], {('SalUn', 'mask fraction k'): config_probe('salun', mask_fraction=0.1)})

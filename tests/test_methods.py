@@ -19,7 +19,7 @@ def test_registry_is_complete():
 def quick(name):
     "The method's config for a one-epoch run (references: a one-epoch recipe)"
     fields = {f.name for f in dataclasses.fields(method_config(name))}
-    return method_config(name, **({'epochs': 1} if 'epochs' in fields else {'recipe': Recipe(epochs=1, warmup=1, patience=None)}))
+    return method_config(name, **({'epochs': 1} if 'epochs' in fields else {'recipe': Recipe(epochs=1, warmup=1, patience=None, schedule='cosine', keep='best')}))
 
 @pytest.mark.parametrize('name', EXPECTED)
 def test_method_contract(setup, name):

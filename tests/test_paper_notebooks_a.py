@@ -1,7 +1,7 @@
 """nbs/class_unlearning.ipynb (tab:class, fig:gradcams) and nbs/data_analysis.ipynb (fig:hash_diff, fig:mufac_examples,
 fig:mufac_classes) run by papermill in reduced form: the artifacts, their manifest entries, and the notes on missing data."""
 import json
-from lotus_nb.report import PAPER_METHODS, MISSING
+from lotus_nb.report import PAPER_METHODS, MISSING, OURS_AVG_GAP
 from lotus_nb.methods import display_name
 import numpy as np
 import pandas as pd
@@ -39,15 +39,13 @@ def class_run(tmp_path_factory):
 
 ROW = 'RN18-small / digits (for C-100) / 3'
 
-def bold(md, row) -> str:
-    "The column whose cell of `row` is in bold in the Markdown table `md` (row labels may hold ' | ')"
+def bolds(md, row) -> set:
+    "The columns whose cell of `row` is in bold in the Markdown table `md` (row labels may hold ' | '); ties: all of them"
     lines = md.read_text().splitlines()
     cols = [c.strip() for c in lines[0].strip().strip('|').split('|')][1:]
     line = next(l for l in lines if l.startswith(f'| {row} '))
     cells = [c.strip() for c in line[len(f'| {row} '):].strip().strip('|').split('|')]
-    found = [c for c, v in zip(cols, cells, strict=True) if v.startswith('**')]
-    assert len(found) == 1, (row, found, cells)
-    return found[0]
+    return {c for c, v in zip(cols, cells, strict=True) if v.startswith('**')}
 
 def test_tab_class(class_run):
     tmp, out = class_run
@@ -66,20 +64,26 @@ def test_tab_class(class_run):
     assert '**' in (out/e['files']['md']).read_text()
     df = read_rows(out/'results.csv')
     assert sorted(df.method) == ['finetune', 'gold', 'lotus', 'original'] and set(df.seed) == {1} and set(df.forget_class) == {3}, df
-    # `best`, recomputed from the rows: the smallest mean over seeds among the unlearning methods (the references are not ranked)
+    # the _extra table's `best`, recomputed from the rows: the smallest mean over seeds among the unlearning methods (ours; the references are not ranked)
     means = df[~df.method.isin(['original', 'gold'])].groupby('method')[['avg_gap', 'jsd', 'rf_jsd', 'time_min']].mean()
     best = {col: display_name(means[col].idxmin()) for col in means if means[col].notna().any()}
     x = pd.read_csv(out/manifest(out, 'tab:class_extra')['files']['csv'], index_col=0)
     assert list(x.columns) == ['Original', 'Gold Std', 'Finetuning', 'LoTUS', 'best'], x.columns
-    for label, col in {'Avg Gap': 'avg_gap', 'JSD x1e4': 'jsd', 'RF-JSD x1e4': 'rf_jsd', 'Time (min.)': 'time_min'}.items():
+    for label, col in {OURS_AVG_GAP: 'avg_gap', 'JSD x1e4': 'jsd', 'RF-JSD x1e4': 'rf_jsd', 'Time (min.)': 'time_min'}.items():
         if f'{ROW} | {label}' not in x.index: assert df[col].isna().all(), (label, df[col]); continue   # a metric that did not apply
         assert x.loc[f'{ROW} | {label}', 'best'] == best[col], (label, x.loc[f'{ROW} | {label}'], best[col])
-    assert bold(out/e['files']['md'], f'{B} | Avg Gap') == best['avg_gap'], "tab:class marks the smallest Avg Gap in bold"
+    # the paper-shaped table's bold: the smallest Avg Gap by the authors' aggregation (results_class.ipynb: the values rounded as logged,
+    # means rounded to 2, the mean of the four gaps of the rounded means to Gold's, rounded to 4); ties all bold
+    terms = ['mia', 'acc_forget', 'acc_retain', 'acc_test']
+    g = df.assign(**{k: [round(v, 2) for v in df[k]] for k in terms}).groupby('method')[terms].mean().round(2)
+    gap = (g - g.loc['gold']).abs().mean(axis=1).round(4).drop(['gold', 'original'])
+    top = [display_name(m) for m in gap.index if gap[m] == gap.min()]
+    assert bolds(out/e['files']['md'], f'{B} | Avg Gap') == set(top), (gap, top)
     assert (df.loc[df.method == 'gold', 'acc_forget'] == 0).all(), "the gold model never saw the class"
     cfg = json.loads(next((out/'runs').glob('lotus_seed1_*.json')).read_text())['config']
     assert cfg['alpha'] == 32 and cfg['class_unlearning'] is True, "LoTUS ran its class variant"
     o = outputs(tmp/'class.ipynb')
-    assert 'Avg Gap' in o and '**' in o and f"the smallest Avg Gap is {best['avg_gap']}'s" in o
+    assert 'Avg Gap' in o and '**' in o and f"the smallest Avg Gap is {' and '.join(top)}'s" in o
 
 def test_fig_gradcams(class_run):
     tmp, out = class_run

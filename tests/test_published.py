@@ -124,13 +124,20 @@ def test_extra_column_kept(tmp_path):
     df = st.read()
     assert list(df.columns) == COLUMNS + ['note'] and df.note.iloc[0] == 'x' and df.jsd.tolist() == [.5, 0.]
 
+LOTUS_MIA = {3407: .60, 13: .40, 12: .53}   # LoTUS's MIA per seed, Gold's 0.50: a gap of means of 0.01, per-seed gaps 0.10, 0.10, 0.03
+
 def fake(dataset, model):
-    return pd.DataFrame([row(m, s, mia=.5, acc_forget=.6, acc_retain=.9, acc_test=.6, jsd=1e-4, jsd_legacy=2e-5, avg_gap=.1, time_min=.3)
+    return pd.DataFrame([row(m, s, mia=LOTUS_MIA[s] if m == 'lotus' else .5, acc_forget=.6, acc_retain=.9, acc_test=.6, jsd=1e-4, jsd_legacy=2e-5,
+                             rf_jsd=1e-3, rf_jsd_legacy=3e-5, avg_gap=.1, time_min=.3)
                          | dict(dataset=dataset, model=model) for s in (3407, 13, 12) for m in ('gold', 'lotus')])
 
 def test_compare_published_paper_scale_only():
+    "The published cells beside ours by the authors' aggregation: JSD and RF-JSD are the legacy formulas, Avg Gap the mean of the gaps of the rounded means"
     cmp = compare_published(ours_long(fake('cifar100', 'resnet18')), 'tab:avg_gap').set_index(['method', 'metric'])
     assert cmp.loc[('lotus', 'jsd'), 'ours_metric'] == 'jsd_legacy' and math.isclose(cmp.loc[('lotus', 'jsd'), 'ours'], .2)
-    assert cmp.loc[('lotus', 'avg_gap'), 'published'] == .12 and math.isclose(cmp.loc[('lotus', 'avg_gap'), 'difference'], -.02)
+    assert cmp.loc[('lotus', 'avg_gap'), 'published'] == .12 and math.isclose(cmp.loc[('lotus', 'avg_gap'), 'ours'], .0025)   # |0.51 - 0.50| / 4
+    assert math.isclose(cmp.loc[('lotus', 'avg_gap'), 'difference'], .0025 - .12) and math.isnan(cmp.loc[('lotus', 'avg_gap'), 'ours_std'])
+    im = compare_published(ours_long(fake('imagenet', 'vit_b_16_imagenet')), 'tab:imagenet').set_index(['method', 'metric'])
+    assert im.loc[('lotus', 'rf_jsd'), 'ours_metric'] == 'rf_jsd_legacy' and math.isclose(im.loc[('lotus', 'rf_jsd'), 'ours'], .3)
     for ds, model in [('digits', 'resnet18_small'), ('fashionmnist', 'resnet18_small'), ('cifar100', 'resnet18_small'), ('digits', 'resnet18')]:
         with pytest.raises(ValueError, match='stand-ins'): compare_published(ours_long(fake(ds, model)), 'tab:avg_gap')

@@ -241,3 +241,26 @@ def test_python_versions_are_the_tested_ones():
     assert cfg['min_python'] == versions[0] and kw['python_requires'] == f">={versions[0]}"
     declared = [c.rsplit(' :: ', 1)[1] for c in kw['classifiers'] if c.startswith('Programming Language :: Python :: ')]
     assert declared == versions, declared
+
+# How the README names a distribution where it is not its own name (case aside)
+README_NAMES = {'torch': 'PyTorch'}
+
+def readme_install() -> str:
+    "The README's Install section: from '## Install' to the next '## '"
+    text = (ROOT/'README.md').read_text(encoding='utf-8')
+    return text.split('## Install', 1)[1].split('\n## ', 1)[0]
+
+def install_misses(section:str, cfg) -> list:
+    "The runtime requirements and the extras' packages of settings.ini that the Install section does not name"
+    names = [Requirement(r).name for r in shlex.split(cfg['requirements'])]
+    names += [Requirement(r).name for k in cfg if k.startswith('extra_requirements_') for r in shlex.split(cfg[k])]
+    low = section.lower()
+    return [n for n in names if README_NAMES.get(n, n).lower() not in low]
+
+def test_readme_install_names_every_requirement():
+    "The README's install list is settings.ini's: every runtime requirement and every extra's package is named there"
+    assert install_misses(readme_install(), settings()) == []
+
+def test_readme_install_check_can_fail():
+    cfg = dict(settings()); cfg['requirements'] = cfg['requirements'] + ' someunlistedpackage'
+    assert install_misses(readme_install(), cfg) == ['someunlistedpackage']

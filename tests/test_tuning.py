@@ -1,5 +1,5 @@
 """lotus_nb.tuner (issue 19): every method's search space is valid, a study killed with SIGKILL resumes without losing or
-redoing a finished trial, the validation forget set never overlaps a reported one, the tuned settings reach a benchmark,
+redoing a finished trial, the validation sets never overlap a reported forget or test set, the tuned settings reach a benchmark,
 a clearly bad trial is pruned at its rung of reduced epochs (also when trials run two at a time), and nbs/tuning.ipynb runs
 end to end under papermill."""
 import json, os, signal, subprocess, sys, time
@@ -58,15 +58,28 @@ def test_search_space_corners_run(tiny_task):
             assert out.record['config'].items() >= p.items(), (m, p)
 
 @pytest.mark.parametrize('dataset', ['digits', 'fashionmnist'])
-def test_validation_forget_set_never_overlaps_a_reported_one(dataset):
-    "Through the tuning API: the validation benchmark's forget set (several validation seeds) shares no image with any reported seed's"
+def test_validation_sets_never_overlap_a_reported_one(dataset):
+    """Through the tuning API: the validation benchmark's forget set (several validation seeds) shares no image with any reported
+    seed's forget set, and its unseen and test sets (the Avg Gap's test term, the MIA's non-members) none with any reported
+    seed's test set; the forget and retain sets index the training split, which no test set is drawn from"""
     spec = BenchmarkSpec(dataset)
     reported = prepare(resolve_spec(spec), ['lotus'])
     taken = np.concatenate([reported.splits(s).forget for s in SEEDS])
+    tests = np.concatenate([reported.splits(s).test for s in SEEDS])
+    n_train, yh = len(reported.data.y_train), np.asarray(reported.data.y_heldout)
     for v in (0, 1, 7):
-        val = prepare(validation_spec(spec, SEEDS, v), ['lotus']).splits(v).forget
-        assert len(val) == len(reported.splits(SEEDS[0]).forget)
-        assert np.intersect1d(val, taken).size == 0, (dataset, v)
+        vs = prepare(validation_spec(spec, SEEDS, v), ['lotus']).splits(v)
+        assert len(vs.forget) == len(reported.splits(SEEDS[0]).forget)
+        assert np.intersect1d(vs.forget, taken).size == 0, (dataset, v)
+        for k in ('unseen', 'test'):
+            s = getattr(vs, k)
+            assert len(s) and np.intersect1d(s, tests).size == 0, (dataset, v, k)
+            assert set(yh[s]) == set(yh), (dataset, v, k)          # every class in both
+        assert np.intersect1d(vs.unseen, vs.test).size == 0
+        assert np.union1d(vs.forget, vs.retain).max() < n_train   # training-split positions
+    # the paper's cut of the held-out split (the tuner before) shares reported test images
+    old = prepare(validation_spec(spec, SEEDS, 0, heldout='paper'), ['lotus']).splits(0)
+    assert np.intersect1d(old.test, tests).size > 0
     with pytest.raises(ValueError, match='reported seed'): validation_spec(spec, SEEDS, 13)
 
 CHILD = """
@@ -198,23 +211,23 @@ def test_trials_on_ray(tmp_path):
     assert sorted(rows.avg_gap) == pytest.approx(sorted(t.value for t in st.trials), abs=1e-12)
 
 def test_pruning_in_parallel_rounds(tmp_path):
-    """Trials asked two at a time run their rungs as one grid: in the second round the bad one (Random Label at lr 0.1, which
-    wrecks the model) is pruned at its rung of 2 epochs while the good one beside it goes on to its 5; with prune=False the
-    same points run once each"""
-    pts = [dict(lr=1e-4, epochs=6), dict(lr=1e-2, epochs=6), dict(lr=0.1, epochs=6), dict(lr=1e-4, epochs=5)]
+    """Trials asked two at a time run their rungs as one grid: in the second round the bad one (NegGrad+ at lr 0.1 with beta 0.5,
+    whose gradient ascent wrecks the model) is pruned at its rung of 2 epochs while the good one beside it goes on to its 5;
+    with prune=False the same points run once each"""
+    pts = [dict(lr=1e-3, epochs=6, beta=0.95), dict(lr=1e-2, epochs=6, beta=0.95), dict(lr=0.1, epochs=6, beta=0.5), dict(lr=1e-3, epochs=5, beta=0.95)]
     spec = BenchmarkSpec('digits', 'resnet18_tiny')
     def study(out, prune):
         out.mkdir()
-        q = optuna.create_study(storage=storage_url(out), study_name='random_label', direction='minimize')
+        q = optuna.create_study(storage=storage_url(out), study_name='neggrad_plus', direction='minimize')
         for p in pts: q.enqueue_trial(p)
-        return tune(spec, 'random_label', trials=4, budget_s=1e6, out_dir=out, parallel=2, prune=prune, prune_startup=2,
+        return tune(spec, 'neggrad_plus', trials=4, budget_s=1e6, out_dir=out, parallel=2, prune=prune, prune_startup=2,
                     cache_dir=tmp_path/'ckpt', device='cpu', progress=False)
     st = study(tmp_path/'pruned', True)
     assert [t.params for t in st.trials] == pts, [(t.params, t.intermediate_values) for t in st.trials]
     assert [t.state for t in st.trials] == [TrialState.COMPLETE]*2 + [TrialState.PRUNED, TrialState.COMPLETE], [(t.state, t.intermediate_values) for t in st.trials]
     assert [list(t.intermediate_values) for t in st.trials] == [[2]]*4
     assert st.trials[2].intermediate_values[2] > 0.5 and st.user_attrs['pruned'] == 1 and counted(st)[0] == 4
-    # rows: two runs for each of the first two, one for the pruned one; the last one's rung (lr 1e-4, 2 epochs) is trial 0's, already stored
+    # rows: two runs for each of the first two, one for the pruned one; the last one's rung (lr 1e-3, 2 epochs) is trial 0's, already stored
     assert len(read_rows(tmp_path/'pruned'/'trials'/'results.csv')) == 2*2 + 1 + 1
     assert st.trials[3].intermediate_values == st.trials[0].intermediate_values
     off = study(tmp_path/'full', False)
