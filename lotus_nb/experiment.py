@@ -375,8 +375,8 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, 
             if not store.append(row):
                 log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
             wrote += 1
-            if on_row is not None: on_row(row)
-            log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
+            if on_row is not None: on_row(row)   # the caller reports it (the grid: one line per row)
+            else: log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
         pending.clear()
     try:
         for i, m in enumerate(todo):

@@ -18,10 +18,15 @@ from .cluster import Storage, WorkerStore, train_original, run_unit, check_data
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'EXECUTORS', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor', 'executor_options',
-           'run_local', 'check_nodes', 'run_ray', 'find_benchmark', 'run_grid']
+__all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
+           'executor_options', 'run_local', 'check_nodes', 'run_ray', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
+def row_summary(row:dict # a results row
+               ) -> str:   # e.g. 'lotus avg_gap=0.0675 time=0.070 min'
+    "The method of a finished row and what it measured, for the grid's one line per row"
+    return f"{row['method']} avg_gap={row['avg_gap']:.4f} time={row['time_min']:.3f} min"
+
 class GridProgress:
     "Counts finished rows of a grid and logs each with the elapsed time and an estimate of the time left"
     def __init__(self, total:int): # rows the grid will produce in all
@@ -115,7 +120,7 @@ def run_local(plan:GridPlan,      # from plan_grid
     for i, s, _ in plan.units:
         p = plan.preps[i]
         run_seed(p, s, plan.methods, store, device, progress, threads=threads,
-                 on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {r['method']}"))
+                 on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
 
 # %% ../nbs/20_grid.ipynb #75ea91d8
 def _check_ray(num_cpus=1, threads=1, storage=None, **_):
@@ -205,7 +210,7 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
             for ident, record, arrays in out['records']: store.write_record(ident, record, arrays)
             for row in out['rows']:
                 if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is kept"); continue
-                if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row['method']} (Ray node {out['node']})")
+                if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row_summary(row)} (Ray node {out['node']})")
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}

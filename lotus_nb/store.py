@@ -4,7 +4,7 @@
 
 # %% ../nbs/07a_store.ipynb #1a8fb267
 from __future__ import annotations
-import fcntl, hashlib, io, json, logging, os
+import fcntl, hashlib, io, json, logging, os, tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +13,8 @@ import numpy as np, pandas as pd
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'row_id', 'fsync_dir', 'atomic_write', 'Store']
+__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'row_id', 'fsync_dir', 'atomic_write', 'check_writable',
+           'Store']
 
 # %% ../nbs/07a_store.ipynb #07c97d1f
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
@@ -59,6 +60,19 @@ def atomic_write(path,      # the file to write; its folder is created
     finally: tmp.unlink(missing_ok=True)
     return path
 
+# %% ../nbs/07a_store.ipynb #b8d4f2a1
+def check_writable(folder,            # a folder to write in; it may not exist yet
+                   what:str='folder'  # its name in the message, e.g. 'out_dir'
+                  ) -> Path:
+    "Refuse `folder` unless it is, or can be created as, a folder this process can write in: no file on its path, no nearest folder that refuses a new entry"
+    folder = Path(folder); p = folder
+    while not os.path.exists(p) and p != p.parent: p = p.parent   # the nearest part of the path that exists (or that this process may not see)
+    if not p.is_dir():
+        raise NotADirectoryError(f"{what} {folder} exists and is not a folder" if p == folder else f"{what} {folder} cannot be created: {p} is a file")
+    try: os.rmdir(tempfile.mkdtemp(prefix='.lotus_nb_probe_', dir=p))   # the file system's own answer: permissions, a read-only mount, an ACL
+    except OSError as e: raise PermissionError(f"{what} {folder} cannot be written: {p.absolute()} refuses a new entry ({e.strerror})") from None
+    return folder
+
 # %% ../nbs/07a_store.ipynb #96728b25
 def _hash(obj) -> str: return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -102,9 +116,8 @@ class Store:
         return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
 
     def check(self):
-        "Refuse a root or cache_dir that is a file and a results.csv that is not ours, before any work; returns the store"
-        for p, what in [(self.root, 'out_dir'), (self.checkpoints, 'cache_dir')]:
-            if p.exists() and not p.is_dir(): raise NotADirectoryError(f"{what} {p} exists and is not a folder")
+        "Refuse a root or cache_dir that cannot be created or written, and a results.csv that is not ours, before any work; returns the store"
+        for p, what in [(self.root, 'out_dir'), (self.checkpoints, 'cache_dir')]: check_writable(p, what)
         self.read(); return self
 
     def read(self) -> pd.DataFrame:

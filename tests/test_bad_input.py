@@ -1,5 +1,6 @@
 "Bad input fails early with a clear message and leaves the results already in out_dir untouched"
-import shutil
+import shutil, subprocess, sys, tempfile
+from pathlib import Path
 import pytest
 from conftest import papermill, show
 from lotus_nb.experiment import run_benchmark
@@ -52,6 +53,64 @@ def test_corrupt_checkpoint(out):
     assert 'corrupt checkpoint' in str(e.value), str(e.value)
     assert (d/'results.csv').read_bytes() == before
     assert sorted(p.name for p in (d/'checkpoints').iterdir()) == ckpts, "a model was trained before the check"
+
+REFUSED = [(['-p', 'forget_pct', '1.5'], 'ValueError: forget_pct must be a fraction in (0, 1), got 1.5'),
+           (['-p', 'dataset', 'cifar1000'], "ValueError: unknown dataset 'cifar1000'; valid datasets: cifake, cifar10, cifar100, digits, fashionmnist, "
+                                            "imagenet, mufac, tinyimagenet"),
+           (['-y', 'seeds: [-3]'], 'ValueError: seeds must be non-negative integers, got -3'),
+           (['-y', 'methods: [original, oblivion]'], "ValueError: unknown method 'oblivion'; valid methods: bad_teacher, finetune, gold,"),
+           (['-p', 'out_dir', '{file}/x'], 'NotADirectoryError: out_dir {file}/x cannot be created: {file} is a file')]
+
+@pytest.mark.parametrize('args, message', REFUSED, ids=['fraction', 'dataset', 'seed', 'method', 'out_dir'])
+def test_papermill_refusal_in_one_line(tmp_path, args, message):
+    """A refused parameter stops experiments.ipynb before any data is read. The terminal shows its message first, on a line of its own
+    after papermill's header and the kernel's start, and, as the notebook's whole part of papermill's traceback, once more in a line: no
+    frame of the notebook or of lotus_nb (papermill's own frames, ~26 lines of click and papermill, it prints for any failed notebook)"""
+    f = tmp_path/'a_file'; f.write_text('x')
+    args, message = [a.format(file=f) for a in args], message.format(file=f)
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-p', 'out_dir', tmp_path/'res', *args)   # a later -p wins
+    lines = res.stdout.splitlines()
+    hits = [i for i, l in enumerate(lines) if l.startswith(message)]
+    assert res.returncode != 0 and len(hits) == 2, show(res)
+    assert hits[0] <= 6 and hits[0] < lines.index('Traceback (most recent call last):'), show(res)   # Input/Output Notebook, the kernel's start
+    nb_part = [l for l in lines[next(i for i, l in enumerate(lines) if l.startswith('Exception encountered at')) + 1:] if l.strip()]
+    assert nb_part == ['An exception has occurred, use %tb to see the full traceback.', lines[hits[1]]], show(res)
+    assert 'Cell In[' not in res.stdout and 'lotus_nb/' not in res.stdout, show(res)
+    assert not (tmp_path/'res').exists(), "out_dir was created: the refusal came after work began"
+
+def test_papermill_error_past_the_checks_keeps_its_stack(tmp_path):
+    "Past the checks an error is no refused parameter (here the data is missing): papermill shows the notebook's traceback, frames of lotus_nb included"
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'fashionmnist', '-p', 'data_root', tmp_path/'no_such', '-p', 'out_dir', tmp_path/'res')
+    assert res.returncode != 0 and 'FileNotFoundError: data folder' in res.stdout, show(res)
+    assert 'Cell In[' in res.stdout and 'lotus_nb/data.py' in res.stdout and '%tb' not in res.stdout, show(res)
+
+def test_unwritable_out_dir_refused_before_any_data(tmp_path, monkeypatch):
+    "run_benchmark refuses an out_dir under a regular file (root too) at once, naming the path and why, before any data is read"
+    import lotus_nb.experiment as E
+    monkeypatch.setattr(E, 'prepare', lambda *a, **k: pytest.fail('data was read before out_dir was checked'))
+    f = tmp_path/'a_file'; f.write_text('x')
+    for out, what in [(f/'x', f'out_dir {f/"x"} cannot be created: {f} is a file'), (f, f'out_dir {f} exists and is not a folder')]:
+        with pytest.raises(NotADirectoryError) as e:
+            run_benchmark('digits', 'resnet18_small', seeds=[1], methods=['original', 'gold'], out_dir=out, progress=False)
+        assert str(e.value) == what, str(e.value)
+    with pytest.raises(NotADirectoryError, match=f'cache_dir {f/"ck"} cannot be created'):
+        run_benchmark('digits', 'resnet18_small', seeds=[1], methods=['original', 'gold'], out_dir=tmp_path/'res', cache_dir=f/'ck', progress=False)
+
+def test_read_only_out_dir_refused_before_any_data():
+    """A read-only folder on out_dir's path is refused at once with the path and why. Root writes there anyway (so would the run):
+    as root the check runs in a child that drops to an unprivileged user after importing"""
+    base = Path(tempfile.mkdtemp()); base.chmod(0o755); ro = base/'ro'; ro.mkdir(); ro.chmod(0o555)
+    code = f"""import os, sys
+import lotus_nb.experiment as E
+E.prepare = lambda *a, **k: sys.exit('data was read before out_dir was checked')
+if os.geteuid() == 0: os.setgid(65534); os.setuid(65534)
+try: E.run_benchmark('digits', 'resnet18_small', seeds=[1], methods=['original', 'gold'], out_dir={str(ro/'x')!r}, progress=False)
+except PermissionError as e: print(e); sys.exit(0)
+sys.exit('accepted a read-only out_dir')"""
+    try: res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    finally: ro.chmod(0o755); shutil.rmtree(base)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip() == f"out_dir {ro/'x'} cannot be written: {ro} refuses a new entry (Permission denied)", res.stdout + res.stderr
 
 def test_readme_api_reads_what_a_dataloader_yields():
     "`lotus_unlearn` (the README's call) on a user's DataLoaders: one whose sampler draws other items than its Dataset's is refused, naming the set, before anything is read or trained; one with a SubsetRandomSampler unlearns exactly that subset (lotus_nb 0.4.1 read its whole Dataset)"

@@ -23,17 +23,33 @@ CHEAP = {'00_theory': 20, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_
 
 # ---------------------------------------------------------------- the chapters' stored outputs are fresh
 
+# The chapters whose outputs show trained models: their digits follow the CPU's arithmetic (measured: HEAD a120f0f's stored
+# outputs were stale on an AMD EPYC machine in exactly these, with the same code and libraries; see tools/refresh_outputs.py).
+# They are compared where the machine's arithmetic is the one that stored them (numerics_fingerprint), the others everywhere.
+MACHINE_DEPENDENT = {'00_theory', '06_metrics', '09_gold', '10_finetune', '13_bad_teacher', '14_scrub', '15_ssd', '20a_cluster'}
+
 @pytest.fixture(scope='module')
-def fresh(request):
+def same_numerics() -> tuple:
+    "(whether this machine's arithmetic is the one that stored the outputs, this machine's fingerprint, the stored one)"
+    here, stored = ro.numerics_fingerprint(), ro.stored_fingerprint()
+    return here == stored, here, stored
+
+@pytest.fixture(scope='module')
+def fresh(request, same_numerics):
     "{notebook name: problems}: the cheap chapters (those selected) executed two at a time and compared with what they store"
     chosen = {it.callspec.params['name'] for it in request.session.items
               if getattr(it, 'originalname', '') == 'test_chapter_outputs_up_to_date' and hasattr(it, 'callspec')}
-    res = ro.check([ROOT/'nbs'/f'{n}.ipynb' for n in CHEAP if n in chosen or not chosen], n_workers=2, timeout=600)
+    names = [n for n in CHEAP if (n in chosen or not chosen) and (same_numerics[0] or n not in MACHINE_DEPENDENT)]
+    res = ro.check([ROOT/'nbs'/f'{n}.ipynb' for n in names], n_workers=2, timeout=600)
     return {p.stem: probs for p, probs in res.items()}
 
 @pytest.mark.parametrize('name', list(CHEAP))
-def test_chapter_outputs_up_to_date(fresh, name):
+def test_chapter_outputs_up_to_date(fresh, same_numerics, name):
     "The outputs stored in the chapter are those a fresh run shows (none stored counts as stale)"
+    same, here, stored = same_numerics
+    if name in MACHINE_DEPENDENT and not same:
+        pytest.skip(f"{name} shows trained models, and this machine's arithmetic ({here}) is not the one that stored its outputs "
+                    f"({stored or 'none stored'}): refresh them here with `python tools/refresh_outputs.py` to compare")
     probs = fresh[name]
     assert not probs, (f"{name}.ipynb: {len(probs)} cells with stale or missing outputs; refresh them with "
                        f"`python tools/refresh_outputs.py {name}` (or every chapter: `python tools/refresh_outputs.py`)\n"
@@ -171,3 +187,9 @@ def test_edit_during_run_is_kept(tmp_path, monkeypatch):
     assert res['status'] == 'failed' and 'edited while it ran' in res['error']['error'], res
     nb = json.loads(p.read_text())
     assert nb['cells'][0]['source'] == ['print(2)'] and nb['cells'][0]['outputs'] == []
+
+def test_fingerprint_names_the_arithmetic():
+    "The fingerprint is stable on one machine, stored beside the outputs, and MACHINE_DEPENDENT names chapters the check runs"
+    assert ro.numerics_fingerprint() == ro.numerics_fingerprint()
+    assert ro.stored_fingerprint(), "tools/refresh_outputs.py stores nbs/outputs_fingerprint.txt with the outputs it writes"
+    assert MACHINE_DEPENDENT <= set(CHEAP)

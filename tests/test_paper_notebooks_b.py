@@ -177,3 +177,11 @@ def test_cifake_missing_then_present(tmp_path):
     assert lo.loc['avg_gap', 'published'] == 0.035 and lo.loc['jsd', 'ours_metric'] == 'jsd_legacy', lo   # tex: RN18 C-10 LoTUS
     assert abs(lo.loc['avg_gap', 'difference'] - (lo.loc['avg_gap', 'ours'] - 0.035)) < 1e-9
     assert vs[(vs.method == 'lotus') & (vs.unseen == 'cifake') & (vs.arch == 'RN18')].ours.notna().any(), "LoTUS with CIFAKE as D_u"
+    # ...with the authors' set-up behind it: their network and recipe trained the models, and the rows carry their metric scales
+    import torch
+    from lotus_nb.training import load_checkpoint
+    ck = load_checkpoint(next((out/'checkpoints').rglob('orig*')))
+    assert any('identity_conv' in k for k in ck['state_dict']), "the authors' ResNet18: a 1x1 convolution on every shortcut"
+    h = ck['meta']['history']
+    assert abs(h[0]['lr'] - 0.1/30) < 1e-12 and ck['meta']['kept_epoch'] == len(h) - 1, "their per-epoch warm-up of 30 epochs; the last epoch kept"
+    assert df.rf_jsd_legacy.notna().all() and lo.loc['avg_gap', 'ours'] == round(lo.loc['avg_gap', 'ours'], 4), "their RF-JSD; Avg Gap as they round it"

@@ -1,10 +1,10 @@
-"nbs/experiments.ipynb run by papermill on `digits`: results, tables, figures, resume, and parameters reaching the notebook"
-import dataclasses, json
+"nbs/experiments.ipynb run by papermill on `digits`: results, tables, figures, resume, progress on the terminal, parameters reaching the notebook; every papermill notebook's parameters parsed"
+import ast, dataclasses, json, os, re, subprocess, sys
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import papermill, read_rows, show
+from conftest import ROOT, EXPERIMENTS_NB, ONE_THREAD, papermill, read_rows, show, run, run_nb, outputs
 from lotus_nb.store import COLUMNS
 from lotus_nb.methods import list_methods
 from lotus_nb.methods import display_name
@@ -133,6 +133,46 @@ def test_rerun_resumes(run_digits):
     res = papermill(out_nb.with_name('out2.ipynb'), '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir)
     assert res.returncode == 0, show(res)
     assert (res_dir/'results.csv').read_bytes() == before
+
+def test_progress_on_the_terminal(run_digits):
+    """papermill with no flag prints one grid line per finished row on its terminal, each once (the notebook logs to the kernel's file
+    descriptor 2, which ipykernel copies onto the terminal and into the notebook); no tqdm bar or TqdmWarning reaches either"""
+    out_nb, _, res = run_digits
+    rows = len(METHODS)*len(SEEDS)
+    got = re.findall(r'^\[grid (\d+)/(\d+) rows, [\d.]+ min elapsed, ~[\d.]+ min left\] digits_\w+ seed \d+: \w+ avg_gap=[\d.]+ time=[\d.]+ min$', res.stdout, re.M)
+    assert got == [(str(i), str(rows)) for i in range(1, rows + 1)], show(res)
+    for text in (res.stdout, outputs(out_nb)): assert 'IProgress not found' not in text and 'it/s]' not in text
+
+def test_progress_in_the_output_notebook(tmp_path):
+    """The same lines go into the output notebook (ipykernel copies what the kernel writes to fd 2 there too). ipykernel makes that copy
+    on Linux and macOS, and not under pytest (it sees PYTEST_CURRENT_TEST): this run leaves that variable out of papermill's environment"""
+    env = {k: v for k, v in os.environ.items() if k != 'PYTEST_CURRENT_TEST'} | ONE_THREAD
+    res = subprocess.run([sys.executable, '-m', 'papermill', EXPERIMENTS_NB, tmp_path/'out.ipynb', '--no-progress-bar', '-p', 'dataset', 'digits',
+                          '-y', 'seeds: [1]', '-y', 'methods: [original, gold]', '-p', 'out_dir', tmp_path/'res'],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    want = ['[grid 1/2 rows,', '[grid 2/2 rows,']
+    assert [l[:15] for l in res.stderr.splitlines() if l.startswith('[grid ')] == want, res.stderr   # the terminal: papermill's stderr
+    nb = outputs(tmp_path/'out.ipynb')
+    assert re.findall(r'\[grid \d/2 rows,', nb) == want, re.findall(r'"name": "stderr".{0,300}', nb)
+
+PAPERMILL_NOTEBOOKS = ['experiments', 'paper', 'class_unlearning', 'large_scale', 'unseen_sets', 'ablations', 'privacy_audit', 'tuning', 'data_analysis']
+
+def parameter_names(nb:str) -> list:
+    "The names the `parameters` cell of nbs/`nb`.ipynb assigns, read by Python's own parser"
+    cells = json.loads((ROOT/'nbs'/f'{nb}.ipynb').read_text())['cells']
+    src = next(''.join(c['source']) for c in cells if 'parameters' in c.get('metadata', {}).get('tags', []))
+    return [t.id for n in ast.parse(src).body for t in ([n.target] if isinstance(n, ast.AnnAssign) else n.targets)]
+
+@pytest.mark.parametrize('nb', PAPERMILL_NOTEBOOKS)
+def test_papermill_parses_every_parameter(nb, tmp_path):
+    """papermill's parameter parser takes every line of the parameters cell (it drops a line with a second '=', e.g. in its comment:
+    "Unable to parse line ..."): --help-notebook lists each parameter, and --prepare-only warns of none"""
+    helped = run([sys.executable, '-m', 'papermill', '--help-notebook', ROOT/'nbs'/f'{nb}.ipynb'])
+    assert helped.returncode == 0 and 'Unable to parse' not in helped.stdout, show(helped)
+    assert re.findall(r'^  (\w+): ', helped.stdout, re.M) == parameter_names(nb), show(helped)
+    prepared = run_nb(nb, tmp_path/'out.ipynb', '--prepare-only')
+    assert prepared.returncode == 0 and 'Unable to parse' not in prepared.stdout, show(prepared)
 
 def test_parameters_reach_notebook(tmp_path):
     "-p and -y values replace the `parameters` cell's defaults"

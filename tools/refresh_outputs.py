@@ -380,6 +380,38 @@ def check(paths:list, n_workers:int=2, timeout:int|None=None) -> dict:
     res = refresh(paths, n_workers, check_only=True, timeout=timeout, log=lambda m: None)
     return {p: r.get('problems', []) if r['status'] != 'failed' else [_report(p, r)] for p, r in res.items()}
 
+# The chapters that train a model show numbers whose last digits depend on the CPU's arithmetic (its vector
+# instructions pick the kernels), and training carries them into the first digits shown: HEAD a120f0f's outputs, stored
+# on one machine, were stale on an AMD EPYC machine in exactly 00_theory, 06_metrics, 09_gold, 10_finetune,
+# 13_bad_teacher, 14_scrub, 15_ssd and 20a_cluster, with the same code and libraries. `numerics_fingerprint` names a
+# machine's arithmetic by a few training steps of the stand-in network; `refresh` stores it beside the chapters it
+# writes (FINGERPRINT), so that tests/test_outputs.py compares those chapters only on a machine whose arithmetic is
+# the one that stored them, and the others everywhere.
+FINGERPRINT = ROOT/'nbs'/'outputs_fingerprint.txt'
+FINGERPRINT_CODE = """
+import hashlib, torch, torch.nn.functional as F
+from lotus_nb.models import create_model
+torch.set_num_threads(1); torch.manual_seed(0)
+m = create_model('resnet18_tiny', 10, 1)
+opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4), torch.optim.AdamW(m.parameters(), lr=1e-3)]
+x, y = torch.randn(64, 1, 14, 14), torch.randint(0, 10, (64,))
+for opt in opts:
+    for _ in range(5): opt.zero_grad(); F.cross_entropy(m(x), y).backward(); opt.step()
+h = hashlib.sha1(b''.join(t.detach().numpy().tobytes() for t in m.state_dict().values())).hexdigest()[:16]
+print(torch.__version__.split('+')[0] + ':' + h)
+"""
+
+def numerics_fingerprint() -> str:
+    "This machine's arithmetic, as the chapters run it (one thread): the torch version and a hash of a few training steps' weights"
+    env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1', PYTHONHASHSEED='0', PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, '-c', FINGERPRINT_CODE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if out.returncode: raise RuntimeError(f"the numerics fingerprint failed: {out.stderr[-2000:]}")
+    return out.stdout.strip().splitlines()[-1]
+
+def stored_fingerprint() -> str:
+    "The fingerprint of the machine that last wrote the chapters' outputs ('' when none is stored)"
+    return FINGERPRINT.read_text().strip() if FINGERPRINT.exists() else ''
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index and nbs/NN*_*.ipynb)')
@@ -394,6 +426,8 @@ def main(argv=None):
     paths = [resolve(n) for n in a.notebooks] if a.notebooks else chapters()
     t0 = time.time()
     res = refresh(paths, a.n_workers, a.out, a.check, a.flags.split(), a.timeout)
+    if not a.check and not a.out and any(r.get('written') or r['status'] == 'ok' for r in res.values()):
+        FINGERPRINT.write_text(numerics_fingerprint() + '\n')   # the arithmetic these outputs were made with
     bad = [p for p, r in res.items() if r['status'] == 'failed' or r.get('problems')]
     print(f"{len(res)} notebooks in {time.time() - t0:.0f} s: {sum(r['status'] == 'ok' for r in res.values())} ran, "
           f"{sum(r['status'] == 'skipped' for r in res.values())} skipped, {len(bad)} " + ('stale or failed' if a.check else 'failed')
