@@ -364,21 +364,23 @@ def _benchmark_probes() -> dict:
     import tempfile, numpy as np, pandas as pd, torch
     from torch.utils.data import TensorDataset, Subset
     from lotus_nb.experiment import benchmark_defaults
-    def imagenet():   # the first forget set of a small ImageNet tree, drawn by seed (ours) and by the authors' rule
-        from lotus_nb.testing import write_imagenet
+    def imagenet():   # the first forget set of a small ImageNet tree (2 classes of 50 training images), drawn by seed (ours) and by the authors' rule
+        from PIL import Image
         from lotus_nb.data import load_dataset
         from lotus_nb.splits import dataset_splits
         with tempfile.TemporaryDirectory() as root:
-            write_imagenet(root, n_classes=2, per_class=50, val_per_class=10)
+            for split, n in (('train', 50), ('val', 10)):
+                for w in ('n01', 'n02'):
+                    (Path(root)/'imagenet'/split/w).mkdir(parents=True)
+                    for i in range(n): Image.new('RGB', (4, 4), (i, 0, 0)).save(Path(root)/'imagenet'/split/w/f'{w}_{i:03d}.png')
             f = lambda **o: tuple(dataset_splits(load_dataset('imagenet', root=root, img_size=8, **o), 0.1, 13).forget.tolist())
             return f(), f(forget_rule='first')
-    def overridden(dataset, method, field, value):   # a config field as prepare resolves it on a small tree of `dataset`, by default and overridden
-        from lotus_nb.testing import write_imagenet, write_cifar10
-        from lotus_nb.experiment import BenchmarkSpec, resolve_spec, prepare
-        with tempfile.TemporaryDirectory() as root:
-            write_imagenet(root, n_classes=2, per_class=50, val_per_class=10) if dataset == 'imagenet' else write_cifar10(root, per_class=10, test_per_class=2)
-            f = lambda **o: getattr(prepare(resolve_spec(BenchmarkSpec(dataset, data_root=root, **o)), [method]).cfgs[method], field)
-            return f(), f(method_overrides={method: {field: value}})
+    def overridden(dataset, method, field, value):   # a config field as the runner resolves it for `dataset`'s benchmark, by default and overridden
+        from lotus_nb.experiment import BenchmarkSpec, resolve_spec, method_overrides
+        from lotus_nb.methods import method_config
+        from lotus_nb.models import model_arch
+        f = lambda **o: (lambda s: getattr(method_config(method, model_arch(s.model), **method_overrides(s, [method])[method]), field))(resolve_spec(BenchmarkSpec(dataset, **o)))
+        return f(), f(method_overrides={method: {field: value}})
     def per_seed_rows():   # two seeds where LoTUS's per-seed gaps and its gap of rounded means disagree
         return pd.DataFrame(dict(method=['gold', 'gold', 'lotus', 'lotus', 'scrub', 'scrub'], seed=[1, 2]*3, mia=[.5, .5, .45, .55, .5, .56],
                                  acc_forget=.8, acc_retain=.9, acc_test=.8, jsd_legacy=[0, 0, 1e-5, 3e-5, 2e-5, 2e-5],

@@ -26,9 +26,9 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'STREISAND', 'benchmark_defaults', 'benchmark_augment',
            'register_unseen', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class',
-           'Prepared', 'benchmark_name', 'prepare', 'SeedContext', 'fit_original', 'seed_context', 'measure',
-           'check_threads', 'run_seed', 'Benchmark', 'check_checkpoints', 'run_benchmark', 'check_method_seeds',
-           'report']
+           'Prepared', 'benchmark_name', 'method_overrides', 'prepare', 'SeedContext', 'fit_original', 'seed_context',
+           'measure', 'check_threads', 'run_seed', 'Benchmark', 'check_checkpoints', 'run_benchmark',
+           'check_method_seeds', 'report']
 
 # %% ../nbs/08_experiment.ipynb #63fa4da6
 # Keys: a dataset, or (dataset, arch) for what holds only with one architecture; the second wins. In method_overrides,
@@ -227,6 +227,13 @@ def benchmark_name(dataset,          # registry name of the dataset
     name = f"{dataset}_{model}_" + (f"class{forget_class}" if forget_class is not None else f"forget{round(100*forget_pct):g}")
     return name if unseen == 'heldout' else f"{name}_{unseen}"
 
+def method_overrides(spec:BenchmarkSpec, # the benchmark, resolved (model not 'auto')
+                     methods               # registry names
+                    ) -> dict: # method -> {hyperparameter: value}
+    "Each method's hyperparameter overrides on `spec`: the benchmark's defaults (`benchmark_defaults`), then the spec's own on top"
+    dflt = benchmark_defaults(spec.dataset, spec.model)['method_overrides']
+    return {m: {**dflt.get(m, {}), **(spec.method_overrides or {}).get(m, {})} for m in methods}
+
 def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_benchmark)
             methods             # registry names to configure (checked)
            ) -> Prepared:
@@ -242,7 +249,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     forget_class = resolve_class(data, spec.forget_class)
     forget_pct = None if forget_class is not None else spec.forget_pct
     arch, kind = model_arch(spec.model), 'instance' if forget_class is None else 'class'
-    user = {m: {**dflt['method_overrides'].get(m, {}), **(spec.method_overrides or {}).get(m, {})} for m in methods}
+    user = method_overrides(spec, methods)
     over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
     cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,

@@ -16,12 +16,12 @@ from .store import Store, atomic_write
 # %% auto #0
 __all__ = ['PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES', 'SYNTHETIC_UNSEEN',
            'LABELS', 'SYNTHETIC_COLUMN', 'PAPER_COLUMNS', 'LARGE_COLS', 'LARGE_RANKED', 'PCC_METHODS', 'GUMBEL_NAMES',
-           'GUMBEL_ROWS', 'PUBLISHED', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark', 'on_datasets',
-           'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing', 'write_index',
-           'table_benchmarks', 'block_label', 'paper_parts', 'paper_table', 'stacked_certainty', 'paper_certainty',
-           'missing_blocks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pcc_paper', 'table_pcc_paper',
-           'gumbel_shape', 'gumbel_pair', 'table_gumbel_paper', 'pick_memorised', 'plot_fig1', 'metric_costs',
-           'table_zrf']
+           'GUMBEL_ROWS', 'GUMBEL_METHOD', 'PUBLISHED', 'PaperBenchmark', 'Planned', 'check_scale', 'plan_benchmark',
+           'on_datasets', 'plan_table', 'left_out', 'unique_specs', 'artifact_name', 'save_artifact', 'save_missing',
+           'write_index', 'table_benchmarks', 'block_label', 'paper_parts', 'paper_table', 'stacked_certainty',
+           'paper_certainty', 'missing_blocks', 'table_large_scale', 'pcc_jsd_rf', 'table_pcc', 'pcc_paper',
+           'table_pcc_paper', 'gumbel_shape', 'gumbel_pair', 'table_gumbel_paper', 'pick_memorised', 'plot_fig1',
+           'metric_costs', 'table_zrf']
 
 # %% ../nbs/22_paper_tables.ipynb #07e69149
 @dataclass(frozen=True)
@@ -373,12 +373,14 @@ def gumbel_shape(table:pd.DataFrame # rows '<metric> | <activation>', columns bl
     "`table` on the paper's `tab:gumbel` grid: GUMBEL_ROWS x the eight benchmarks, `MISSING` where none ran"
     return shape(table, GUMBEL_ROWS, [block_label(pb) for pb in PAPER_BENCHMARKS['tab:gumbel']])
 
+GUMBEL_METHOD = 'lotus'   # the method tab:gumbel ablates
+
 def gumbel_pair(gumbel:pd.DataFrame, # one benchmark's rows with LoTUS's Gumbel-softmax (the default), Gold's included
                 softmax:pd.DataFrame # the same benchmark's rows with gumbel=False
                ) -> pd.DataFrame:
     "Gold's rows and LoTUS's rows of each activation, as methods named `GUMBEL_NAMES`"
     from lotus_nb.methods import role_method
-    lotus = lambda df, name: df[df.method == 'lotus'].assign(method=name)
+    lotus = lambda df, name: df[df.method == GUMBEL_METHOD].assign(method=name)
     return pd.concat([gumbel[gumbel.method == role_method('gold')], lotus(gumbel, GUMBEL_NAMES[0]), lotus(softmax, GUMBEL_NAMES[1])], ignore_index=True)
 
 def table_gumbel_paper(pairs:dict # block label -> gumbel_pair's rows

@@ -90,12 +90,16 @@ class Measured:
 
 MEASURED = [   # benchmarks/gpu_speed.py (fast path: fused optimiser, CUDA-graphed step, bf16 autocast), 100 classes, batch 128 (ViT: 32)
     Measured('ResNet18, CIFAR stem without max-pool', 'resnet', 32, 4.440e9, 31_300, 'h200', 'benchmarks/gpu_speed.py on an H200'),
-    Measured('ViT-B/16', 'vit', 224, 140.27e9, 1_753, 'h200', 'benchmarks/gpu_speed.py on an H200')]
+    Measured('ViT-B/16', 'vit', 224, 140.27e9, 1_753, 'h200', 'benchmarks/gpu_speed.py on an H200'),
+    Measured("the authors' ResNet18 (max-pool, 1x1 shortcut convolutions)", 'resnet', 32, 1.160e9, 41_614, 'h100', 'tools/gpu_session.sh on an H100, 2026-11-27'),
+    Measured('ResNet18, CIFAR stem without max-pool', 'resnet', 32, 4.440e9, 27_650, 'h100', 'tools/gpu_session.sh on an H100, 2026-11-27'),
+    Measured('ViT-B/16', 'vit', 224, 140.27e9, 1_501, 'h100', 'benchmarks/gpu_speed.py on an H100, 2026-11-27')]
 
-def utilisation(arch:str # 'resnet' or 'vit'
+def utilisation(arch:str,       # 'resnet' or 'vit'
+                device:str=None # prefer a measurement on this GPU (a GPUS key); None: the first of the family
                ) -> float: # model FLOPs per second over the peak of the GPU it was measured on
     "The model-FLOP utilisation of LoTUS's step measured for the family `arch` (the FLOPs basis assumes it)"
-    m = next(m for m in MEASURED if m.arch == arch)
+    m = next(m for m in sorted(MEASURED, key=lambda m: m.device != device) if m.arch == arch)
     return m.step_flops*m.images_s/GPUS[m.device][0]
 
 _FLOPS = {}
@@ -132,13 +136,13 @@ def target_seconds(model:str,       # a registered model name
     "Seconds per training image of `model` on the GPU `target`: from a measured LoTUS step of the same network where there is one, else from its FLOPs"
     check_choice(target, GPUS, 'target')
     train, lotus = step_flops(model, num_classes, in_chans, size); arch = model_arch(model)
-    for me in MEASURED:
+    for me in sorted(MEASURED, key=lambda m: m.device != target):   # a measurement on the target itself first
         if me.arch == arch and abs(step_flops(model, num_classes, in_chans, me.side)[1]/me.step_flops - 1) < 0.02:   # the network measured
             px, k = (size/me.side)**2, gpu_factor(me.device, target)
             basis = (f"measured: {me.what}, {me.images_s:,.0f} images/s of LoTUS's step on the {me.device.upper()} at {me.side} px"
                      + (f", x {px:g} for {size} px (pixels)" if px != 1 else '') + (f", x {k:.2f} for the {target.upper()}" if k != 1 else ''))
             return px/me.images_s*train/lotus*k, basis
-    u, me = utilisation(arch), next(m for m in MEASURED if m.arch == arch)
+    me = next(m for m in sorted(MEASURED, key=lambda m: m.device != target) if m.arch == arch); u = utilisation(arch, target)
     k = gpu_factor(me.device, target)
     return (train/(GPUS[me.device][0]*u)*k, f"FLOPs: {train/1e9:.3g} GFLOP per training image at {u:.0%} of the {me.device.upper()}'s bf16 peak "
             f"(the utilisation measured for {me.what})" + (f", x {k:.2f} for the {target.upper()}" if k != 1 else ''))
