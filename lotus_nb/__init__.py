@@ -1,4 +1,4 @@
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 # Import every registering module (methods, datasets, the synthetic unseen set) and the installed plugins, so that the
 # registries are complete in any process that imports any part of lotus_nb (nbs/19a_catalog.ipynb).

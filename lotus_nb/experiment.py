@@ -19,6 +19,7 @@ from .training import Recipe, RECIPES, train_cached, load_checkpoint, cache_key,
 from .methods import UnlearnTask, method_config, unlearn, list_methods, check_method, is_reference, role_method, display_name
 from .metrics import evaluate, reference_outputs, avg_gap, resolve, MIA_NONMEMBERS
 from .store import Store, METRICS, row_id
+from .tracking import make_tracker
 from .report import report_tables, table_hyperparams, save_table, plot_tau_trace, plot_entropy
 
 log = logging.getLogger('lotus_nb')
@@ -378,6 +379,7 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, 
                        method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
                        avg_gap=avg_gap(metrics, gold[0]) if gold else float('nan'),
                        **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **usage)
+            record = {**record, 'checkpoints': {k: p.name for k, p in zip(('orig', 'gold'), prep.checkpoints(seed, store))}}   # named, for a tracker
             store.write_record(prep.ident(m, seed, ms), record, arrays)
             if not store.append(row):
                 log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
@@ -447,18 +449,20 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   split_options:dict=None,   # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
                   augment='default',         # augmentation of f_orig and f_gold; 'default': the authors' for the dataset and model, else an AUGMENTS kind
                   mia_nonmember:str='test+unseen', # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
+                  tracking=None,             # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
                  ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures"
     spec = resolve_spec(BenchmarkSpec(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, unseen=unseen,
                                       train_size=train_size, img_size=img_size, recipe=recipe, train_epochs=train_epochs, data_root=data_root,
                                       method_overrides=method_overrides, pretrained=pretrained, retain_pct=retain_pct, data_options=data_options,
                                       split=split, split_options=split_options, augment=augment, mia_nonmember=mia_nonmember))
-    store = Store(out_dir, cache_dir)
+    store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))
     seeds, methods = check_benchmark(spec, seeds, methods, store)
     mseeds = check_method_seeds(method_seeds); check_threads(threads)
     get_device(device)
     prep = prepare(spec, methods)
     check_checkpoints(prep, seeds, store)
+    if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")
     for s in tqdm(seeds, disable=not progress, desc=prep.name):
         for ms in mseeds or [None]: run_seed(prep, s, methods, store, device, progress, method_seed=ms, threads=threads)
     return report(store, prep, methods, seeds)
@@ -503,4 +507,6 @@ def report(store:Store,     # the results store: rows and records are read, tabl
     s0 = run_seeds[0]
     ents = {m: e for m in STREISAND if m in methods and (e := prep.entropies(store, m, s0)) is not None}
     if ents: b.plotted['entropy'] = ents; save('entropy', plot_entropy(ents, f'Prediction entropy, {b.name}, seed {s0}'))
+    store.track_benchmark(row_id(df.iloc[0]), [p for k in b.tables for p in sorted(store.tables.glob(f'{b.key}_{k}.*'))] + list(b.figures.values()),
+                          {'key': b.key, **dataclasses.asdict(prep.spec)})
     return b

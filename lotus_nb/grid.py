@@ -11,6 +11,7 @@ import pandas as pd
 from .data import optional_import, check_choice, dataset_defaults
 from .training import get_device, cache_key
 from .store import Store, atomic_write
+from .tracking import make_tracker
 from .experiment import (BenchmarkSpec, Benchmark, resolve_spec, check_benchmark, prepare, run_seed, check_checkpoints,
                                  check_threads, report, benchmark_name)
 from .cluster import Storage, WorkerStore, train_original, run_unit, check_data
@@ -230,12 +231,14 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
              skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
+             tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)
-    store = Store(out_dir, cache_dir)
+    store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))   # an unknown tracker, or its package missing: refused here
     plan = plan_grid(specs, seeds, methods, store, skip_missing)
+    if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")   # before any new row
     log.info(f"grid: {len(plan.preps)} benchmark(s), {len(plan.units)} unit(s) to run, {plan.rows} row(s)")
     if plan.units: EXECUTORS[executor](plan, store, **opts)
     return {**{p.key: report(store, p, plan.methods, plan.seeds, write) for p in plan.preps},

@@ -15,6 +15,7 @@ from torch.utils.data import BatchSampler, SequentialSampler, RandomSampler, Sub
 from .data import ImageData, ImageFiles, default_workers, stratified_sample
 from .splits import Splits
 from .augment import augment_batch
+from .hf_datasets import hf_kind, hf_dataset
 
 # %% auto #0
 __all__ = ['PROBE_SEEDS', 'RANDOM_OPS', 'CHECKED_SETS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader',
@@ -333,12 +334,13 @@ def dataset_tensors(ds # a map-style Dataset
     return None
 
 def _base_of(ds):
-    "(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, the positions of `ds`'s items in it)"
+    "(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, or what its `view_of()` names, the positions of `ds`'s items in it)"
     if isinstance(ds, Subset):
         base, pos = _base_of(ds.dataset); return base, pos[np.asarray(ds.indices, dtype=np.int64)]
     if isinstance(ds, ConcatDataset) and ds.datasets:
         parts = [_base_of(d) for d in ds.datasets]
         if all(p[0] is parts[0][0] for p in parts): return parts[0][0], np.concatenate([p[1] for p in parts])
+    if callable(getattr(ds, 'view_of', None)) and (v := ds.view_of()) is not None: return v   # a Dataset that knows what it is a view of
     return ds, np.arange(len(ds))
 
 def _origin(ds) -> tuple:
@@ -633,7 +635,19 @@ def _check_class_indices(y, what:str, per_item:bool):
         raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} {got}: "
                          "one-hot or soft labels? pass their argmax")
 
-def user_dataset(data,            # a torch Dataset or DataLoader
+def _hf_wrapped(data, what:str):
+    "`data` with each Hugging Face `datasets.Dataset` in it (itself, or under a torch Subset or ConcatDataset) read through `hf_dataset`"
+    kind = hf_kind(data)
+    if kind is not None:   # a Dataset, or a DatasetDict or IterableDataset refused with the fix
+        try: return hf_dataset(data)
+        except (TypeError, ValueError) as e: raise type(e)(f"{what}: {e}") from None
+    if isinstance(data, Subset) and (inner := _hf_wrapped(data.dataset, what)) is not data.dataset: return Subset(inner, data.indices)
+    if isinstance(data, ConcatDataset):
+        parts = [_hf_wrapped(d, what) for d in data.datasets]
+        if any(a is not b for a, b in zip(parts, data.datasets)): return ConcatDataset(parts)
+    return data
+
+def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging Face datasets.Dataset
                  what:str='data', # how an error message names it, e.g. 'the forget set'
                 ) -> tuple:       # (the map-style Dataset whose items are read, the DataLoader's num_workers or None)
     "The Dataset that `as_split` reads `data` as, checked by reading one item: what could not be read faithfully is refused, with the fix"
@@ -650,6 +664,7 @@ def user_dataset(data,            # a torch Dataset or DataLoader
                   or type(sm) is RandomSampler and not sm.replacement and sm.num_samples == len(data)):
             raise ValueError(f"{what}: a DataLoader is read as its Dataset (the methods batch and shuffle it themselves), and its {type(sm).__name__} "
                              "draws other items than the Dataset's, each once: pass the Dataset, or a torch Subset of the items meant")
+    data = _hf_wrapped(data, what)
     if isinstance(data, IterableDataset):
         raise TypeError(f"{what}: an IterableDataset has no indices to split, shuffle or read again; pass a map-style Dataset (__getitem__ and __len__)")
     if not isinstance(data, Dataset): raise TypeError(f"{what}: expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
@@ -660,7 +675,8 @@ def user_dataset(data,            # a torch Dataset or DataLoader
     else:
         with seeded(): item = data[0]    # the caller's random streams stay where they were (a random transform draws from them)
         if isinstance(item, dict): raise TypeError(f"{what}: its items are dicts (keys {', '.join(map(str, list(item)[:6]))}); lotus_nb reads (image, label) "
-                                                   "pairs: return (item[<image key>], item[<label key>]) from __getitem__")
+                                                   "pairs: return (item[<image key>], item[<label key>]) from __getitem__ (a Hugging Face datasets.Dataset is read as it is: pass it, "
+                                                   "or hf_dataset(ds, image=<column>, label=<column>))")
         if not isinstance(item, (tuple, list)) or len(item) < 2: raise TypeError(f"{what}: its items must be (image, label) pairs, got {type(item).__name__}")
         x, y = item[0], item[1]
     if not isinstance(x, (torch.Tensor, np.ndarray)):

@@ -74,6 +74,8 @@ def check_writable(folder,            # a folder to write in; it may not exist y
     return folder
 
 # %% ../nbs/07a_store.ipynb #96728b25
+def _finite(v) -> bool: return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and bool(np.isfinite(v))
+
 def _hash(obj) -> str: return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 def _stem(ident:tuple) -> str:
@@ -82,9 +84,10 @@ def _stem(ident:tuple) -> str:
 
 @dataclass(frozen=True)
 class Store:
-    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/ and figures/"
+    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/ and figures/; each row mirrored to `tracker` where there is one"
     root: Path            # the folder; created on the first write
     cache_dir: Path = None # checkpoints of f_orig and f_gold; None: root/checkpoints
+    tracker: object = None # a lotus_nb.tracking.Tracker: each appended row becomes one of its runs; None: none
     def __post_init__(self):
         object.__setattr__(self, 'root', Path(self.root))
         if self.cache_dir is not None: object.__setattr__(self, 'cache_dir', Path(self.cache_dir))
@@ -163,6 +166,10 @@ class Store:
                 except BaseException:
                     os.ftruncate(fd, start); raise        # nothing of a failed row stays
             finally: os.close(fd)
+        if self.tracker is not None:
+            try: self._log_row(row_id(row), row)
+            except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not logged "
+                                               f"({type(e).__name__}: {e}); it is logged at the next run (Store.track)")
         return True
 
     def _rewrite(self, data:bytes, cols:list):
@@ -223,3 +230,48 @@ class Store:
                   ) -> Path:
         "The checkpoint file of a model"
         return self.checkpoints/f"{kind}_{key}.pt"
+
+    def key_of(self, ident:tuple # a row_id
+              ) -> str:
+        "The key of a row outside results.csv: its record's file stem, unique in the folder (a tracker's run of it carries it)"
+        return _stem(ident)
+
+    def bench_of(self, ident:tuple # a row_id (only its benchmark fields are read)
+                ) -> str:
+        "The key of a row's benchmark (dataset, model, forget fraction or class, unseen source): its tracker's parent run"
+        dataset, model, fp, fc, unseen = ident[:5]
+        return f"{dataset}_{model}_{f'class{fc}' if fc is not None else f'forget{fp*100:g}'}_{_hash([dataset, model, fp, fc, unseen])[:8]}"
+
+    def _log_row(self, ident:tuple, row:dict):
+        "Log one row to the tracker: its identity and the method's config as parameters, its metrics, the record's per-epoch trace and the record"
+        rec = self.read_record(ident) or {}
+        params = {**dict(zip(ID_FIELDS, ident)), **{f'config.{k}': v for k, v in (rec.get('config') or {}).items()}}
+        for kind, name in (rec.get('checkpoints') or {}).items():
+            if (p := self.checkpoints/name).exists(): params[f'checkpoint.{kind}'] = str(p.absolute())
+        skip = set(KEY) | {'method_seed'}
+        metrics = {k: float(v) for k, v in row.items() if k not in skip and _finite(v)}
+        history = {}
+        for i, e in enumerate(rec.get('trace') or []):
+            for k, v in e.items():
+                if k != 'epoch' and _finite(v): history.setdefault(f'trace/{k}', []).append((int(e.get('epoch', i)), float(v)))
+        files = [p for p in (self.record_path(ident),) if p.exists()]
+        self.tracker.log_row(self.key_of(ident), self.bench_of(ident), f"{ident[5]} seed {ident[7]}", params, metrics, history, files)
+
+    def track(self) -> int: # how many rows were logged
+        "Log to the tracker every row of results.csv it does not hold yet (a resumed run logs none twice; a row it missed is logged now)"
+        if self.tracker is None: return 0
+        have, n = self.tracker.logged(), 0
+        for _, r in self.read().iterrows():
+            ident = row_id(r)
+            if self.key_of(ident) not in have:
+                self._log_row(ident, {k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))}); n += 1
+        return n
+
+    def track_benchmark(self, ident:tuple, # a row_id of one of the benchmark's rows
+                        files:list,        # its tables and figures
+                        params:dict=None,  # what defines it (the spec's fields)
+                       ):
+        "Attach a benchmark's tables and figures to its tracker's parent run (a failure is a warning: the files are in the folder)"
+        if self.tracker is None: return
+        try: self.tracker.log_benchmark(self.bench_of(ident), params or {}, files)
+        except Exception as e: log.warning(f"tracker {self.tracker.name}: the tables and figures of {self.bench_of(ident)} were not logged ({type(e).__name__}: {e})")

@@ -59,9 +59,10 @@ REFUSED = [(['-p', 'forget_pct', '1.5'], 'ValueError: forget_pct must be a fract
                                             "imagenet, mufac, tinyimagenet"),
            (['-y', 'seeds: [-3]'], 'ValueError: seeds must be non-negative integers, got -3'),
            (['-y', 'methods: [original, oblivion]'], "ValueError: unknown method 'oblivion'; valid methods: bad_teacher, finetune, gold,"),
-           (['-p', 'out_dir', '{file}/x'], 'NotADirectoryError: out_dir {file}/x cannot be created: {file} is a file')]
+           (['-p', 'out_dir', '{file}/x'], 'NotADirectoryError: out_dir {file}/x cannot be created: {file} is a file'),
+           (['-p', 'tracking', 'tensorboard'], "ValueError: unknown tracker 'tensorboard'; valid trackers: mlflow, wandb")]
 
-@pytest.mark.parametrize('args, message', REFUSED, ids=['fraction', 'dataset', 'seed', 'method', 'out_dir'])
+@pytest.mark.parametrize('args, message', REFUSED, ids=['fraction', 'dataset', 'seed', 'method', 'out_dir', 'tracker'])
 def test_papermill_refusal_in_one_line(tmp_path, args, message):
     """A refused parameter stops experiments.ipynb before any data is read. The terminal shows its message first, on a line of its own
     after papermill's header and the kernel's start, and, as the notebook's whole part of papermill's traceback, once more in a line: no

@@ -23,7 +23,7 @@ def ray_local():
 def test_ray_equals_local(tmp_path, ray_local):
     torch.set_num_threads(2)                    # whatever this process had: each unit runs with the grid's `threads` (1)
     run_grid(SPECS, out_dir=tmp_path/'local', **ARGS)
-    res = run_grid(SPECS, out_dir=tmp_path/'ray', executor='ray', **ARGS)
+    res = run_grid(SPECS, out_dir=tmp_path/'ray', executor='ray', tracking='mlflow', **ARGS)   # on Ray, the driver alone logs each row
     a, b = sorted_rows(tmp_path/'local'/'results.csv'), sorted_rows(tmp_path/'ray'/'results.csv')
     assert len(a) == len(b) == 16
     cols = [c for c in METRICS if c != 'time_min']
@@ -35,8 +35,13 @@ def test_ray_equals_local(tmp_path, ray_local):
     assert {b.name for b in res.values()} == {'digits_resnet18_tiny_forget10', 'digits_resnet18_tiny_class3'}
     # a second Ray run finds every row and runs nothing
     before = (tmp_path/'ray'/'results.csv').read_bytes()
-    run_grid(SPECS, out_dir=tmp_path/'ray', executor='ray', **ARGS)
+    run_grid(SPECS, out_dir=tmp_path/'ray', executor='ray', tracking='mlflow', **ARGS)
     assert (tmp_path/'ray'/'results.csv').read_bytes() == before
+    mlflow = pytest.importorskip('mlflow')
+    c = mlflow.MlflowClient(f"sqlite:///{tmp_path/'ray'/'mlflow.db'}")
+    runs = c.search_runs([c.get_experiment_by_name('lotus_nb').experiment_id], max_results=1000)
+    assert sorted(r.info.run_name for r in runs if r.data.tags['lotus_nb.kind'] == 'row') == sorted(f'{m} seed {s}' for m, s in zip(b.method, b.seed))
+    assert sum(r.data.tags['lotus_nb.kind'] == 'benchmark' for r in runs) == 2   # one parent run per benchmark, none twice
 
 def test_papermill_executor_ray(tmp_path):
     res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-y', 'methods: [original, gold, lotus]',

@@ -18,7 +18,7 @@ def run_digits(tmp_path_factory):
     "One papermill run of the default benchmark on `digits`: (output notebook, out_dir, process)"
     tmp = tmp_path_factory.mktemp('papermill')
     out_nb, res_dir = tmp/'out.ipynb', tmp/'res'
-    res = papermill(out_nb, '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir)
+    res = papermill(out_nb, '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir, '-p', 'tracking', 'mlflow')   # the README's tracker command
     assert res.returncode == 0, show(res)
     return out_nb, res_dir, res
 
@@ -130,9 +130,28 @@ def test_rerun_resumes(run_digits):
     "A second run into the same out_dir finds every row and rewrites nothing"
     out_nb, res_dir, _ = run_digits
     before = (res_dir/'results.csv').read_bytes()
-    res = papermill(out_nb.with_name('out2.ipynb'), '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir)
+    res = papermill(out_nb.with_name('out2.ipynb'), '-p', 'dataset', 'digits', '-p', 'out_dir', res_dir, '-p', 'tracking', 'mlflow')
     assert res.returncode == 0, show(res)
     assert (res_dir/'results.csv').read_bytes() == before
+    check_mlflow_mirror(res_dir)   # and the resumed run logged no row twice
+
+def check_mlflow_mirror(res_dir):
+    "One FINISHED MLflow run per row of results.csv in res_dir/mlflow.db, each the child of its benchmark's run, which holds the tables and figures"
+    mlflow = pytest.importorskip('mlflow')
+    c = mlflow.MlflowClient(f"sqlite:///{res_dir/'mlflow.db'}")
+    runs = c.search_runs([c.get_experiment_by_name('lotus_nb').experiment_id], max_results=1000)
+    rows, parents = [r for r in runs if r.data.tags['lotus_nb.kind'] == 'row'], [r for r in runs if r.data.tags['lotus_nb.kind'] == 'benchmark']
+    df = read_rows(res_dir/'results.csv')
+    assert sorted((r.data.params['method'], int(r.data.params['seed'])) for r in rows) == sorted(zip(df.method, df.seed))
+    assert {r.info.status for r in rows} == {'FINISHED'} and len(parents) == 1
+    assert {r.data.tags['mlflow.parentRunId'] for r in rows} == {parents[0].info.run_id}
+    for r in rows:   # each run's metrics are its row's
+        want = df[(df.method == r.data.params['method']) & (df.seed == int(r.data.params['seed']))].iloc[0]
+        assert r.data.metrics['avg_gap'] == pytest.approx(want.avg_gap, rel=1e-12) and r.data.metrics['acc_forget'] == pytest.approx(want.acc_forget, rel=1e-12)
+    lotus = next(r for r in rows if r.data.params['method'] == 'lotus')
+    assert 'config.alpha' in lotus.data.params and len(c.get_metric_history(lotus.info.run_id, 'trace/tau_d')) >= 1
+    arts = {a.path for d in ('tables', 'figures') for a in c.list_artifacts(parents[0].info.run_id, d)}
+    assert any(a.endswith('_avg_gap.md') for a in arts) and any(a.endswith('_tau_trace.png') for a in arts), arts
 
 def test_progress_on_the_terminal(run_digits):
     """papermill with no flag prints one grid line per finished row on its terminal, each once (the notebook logs to the kernel's file
