@@ -1,5 +1,5 @@
 __version__ = "0.6.0"
 
-# Import every registering module (methods, datasets, the synthetic unseen set) and the installed plugins, so that the
-# registries are complete in any process that imports any part of lotus_nb (nbs/19a_catalog.ipynb).
-from . import catalog
+# Nothing is imported here: a registry (methods, datasets, metrics, unseen sources, split rules) imports lotus_nb.catalog,
+# every registering module and the installed plugins, on its first read (nbs/00a_registry.ipynb), so that importing one
+# part of lotus_nb loads only that part.

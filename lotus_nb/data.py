@@ -143,6 +143,7 @@ def check_fraction(frac,     # a fraction as a user passed it
     return float(frac)
 
 # %% ../nbs/01_data.ipynb #1ba549db
+from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
 @dataclass(frozen=True)
 class DatasetDefaults:
     "The paper's setting for one dataset: what naming the dataset alone runs"
@@ -157,7 +158,7 @@ class DatasetDefaults:
     train_original: bool = True    # False: the pretrained model itself is $f_{orig}$ (ImageNet)
     unseen_for: str = None         # this dataset is a synthetic unseen set $D_u$ for that one (CIFAKE: 'cifar10')
 
-DATASETS = {}
+DATASETS = Registry()
 
 def register_dataset(name:str,   # name users pass to load_dataset
                      **defaults, # DatasetDefaults fields: the paper's setting for this dataset
@@ -183,7 +184,8 @@ def optional_import(module:str, # the module to import, e.g. 'ray'
                           f"pip install \"lotus_nb[{extra}]\"") from e
 
 # %% ../nbs/01_data.ipynb #0f8ada6f
-HOW_TO_GET = {}   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
+from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
+HOW_TO_GET = Registry()   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
 
 def data_dirs(root=None, # folder searched first; None: only $LOTUS_DATA and the cache
              ) -> list:  # Path folders in search order, without repeats; they need not exist

@@ -73,7 +73,8 @@ def benchmark_augment(dataset:str,       # registry name
 
 
 # %% ../nbs/08_experiment.ipynb #27bebff8
-UNSEEN_SOURCES = {}   # filled by the modules that register generators (lotus_nb.synthetic), which lotus_nb.catalog imports
+from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
+UNSEEN_SOURCES = Registry()   # filled by the modules that register generators (lotus_nb.synthetic), which lotus_nb.catalog imports
 
 def register_unseen(name:str): # the name a BenchmarkSpec's unseen field uses
     "Decorator: register `f(prep, splits, seed, device) -> split`, a generator of the methods' unseen set $D_u$"

@@ -53,6 +53,7 @@ class UnlearnTask:
         return self.retain_sub
 
 # %% ../nbs/04_methods.ipynb #4250e6f3
+from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
 @dataclass(frozen=True)
 class Range:
     "A hyperparameter's search range for tuning: integers when `low` and `high` are both ints, log-uniform with `log`"
@@ -79,7 +80,7 @@ class MethodConfig:
     class_defaults: ClassVar[dict] = {}
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.tuner searches
 
-METHODS = {}
+METHODS = Registry()
 ROLES = ('original', 'gold', 'method')   # the two references (compared with, never ranked), then the unlearning methods
 
 def register_method(name:str,                 # the name users pass to unlearn

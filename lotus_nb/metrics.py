@@ -216,9 +216,10 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
     return ref
 
 # %% ../nbs/06_metrics.ipynb #14c59ab6
+from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
 BUILTIN_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'rf_jsd_legacy', 'zrf')
 SPLITS = ('forget', 'retain', 'test', 'unseen')
-METRIC_FNS = {}
+METRIC_FNS = Registry()
 
 def register_metric(name:str,              # its key in evaluate's result and its results column, e.g. 'conf_forget'
                     fn=None,               # fn(outputs, ref) -> float; outputs: split -> (logits, labels). None: a decorator

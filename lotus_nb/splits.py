@@ -88,7 +88,8 @@ def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule 
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
 
 # %% ../nbs/01b_splits.ipynb #a044bd05
-SPLIT_RULES = {}
+from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
+SPLIT_RULES = Registry()
 
 def register_split(name:str # the name BenchmarkSpec.split takes
                   ):

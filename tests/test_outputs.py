@@ -16,7 +16,7 @@ import refresh_outputs as ro
 # the machine is busy). The others (index 39 s, 08_experiment 36 s, 20_grid 32 s, 05_lotus 21 s, 02, 11, 12, 16, 17 at
 # about 15 s, 18, 21, 25 and the 01a-01h data chapters at 5-13 s) are refreshed by the same command and run by
 # nbdev_test (tests/test_notebooks.py), but not compared here.
-CHEAP = {'00_theory': 20, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_formats_cifar': 5, '01h_mufac': 6, '01i_hf_datasets': 10, '04_methods': 7, '06_metrics': 10, '07_report': 7, '07a_store': 6, '07b_tracking': 14,
+CHEAP = {'00_theory': 20, '00a_registry': 10, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_formats_cifar': 5, '01h_mufac': 6, '01i_hf_datasets': 10, '04_methods': 7, '06_metrics': 10, '07_report': 7, '07a_store': 6, '07b_tracking': 14,
          '09_gold': 10, '10_finetune': 9, '13_bad_teacher': 11, '14_scrub': 11, '15_ssd': 10, '19_deviations': 5,
          '19a_catalog': 5, '20a_cluster': 10, '22_paper_tables': 7, '23_gradcam': 8, '24_hashing': 8, '26_ablation_study': 10,
          '27_published': 6}

@@ -18,9 +18,21 @@ def paper(out_nb, out_dir, *args, timeout=1800):
 @pytest.fixture(scope='module')
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('paper')
-    res = paper(tmp/'out.ipynb', tmp/'paper')
+    res = paper(tmp/'out.ipynb', tmp/'paper', '-p', 'tracking', 'mlflow')   # the tracker reaches every notebook of part 4
     assert res.returncode == 0, show(res)
     return tmp/'paper'
+
+def test_tracker_mirrors_every_notebooks_rows(built):
+    "paper.ipynb passes `tracking` to the notebooks of part 4: every row of the shared store, whichever notebook wrote it, is one MLflow run"
+    mlflow = pytest.importorskip('mlflow')
+    from lotus_nb.store import Store, row_id
+    c = mlflow.MlflowClient(f"sqlite:///{built/'mlflow.db'}")
+    runs = c.search_runs([c.get_experiment_by_name('lotus_nb').experiment_id], max_results=5000)
+    keys = sorted(r.data.tags['lotus_nb.row'] for r in runs if r.data.tags['lotus_nb.kind'] == 'row')
+    st = Store(built)
+    assert keys == sorted(st.key_of(row_id(r)) for _, r in st.read().iterrows())
+    assert {r.data.params['forget_class'] != 'None' for r in runs if r.data.tags['lotus_nb.kind'] == 'row'} == {True, False}, \
+        "rows of the main grid (instance unlearning) and of class_unlearning.ipynb"
 
 def test_every_artifact_is_built_or_explained(built):
     entries = {json.loads(p.read_text())['label']: json.loads(p.read_text()) for p in (built/'manifest').glob('*.json')}
