@@ -172,14 +172,17 @@ class Prepared:
     setup: dict                       # method -> hash of everything that determines its row (the setup column)
     base: dict                        # what determines f_orig and f_gold (checkpoint cache key), seed aside
     bench_id: str = ''                # hash of everything that defines the benchmark beyond its name
+    drawn: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # seed -> its Splits, drawn once (a replace() starts afresh)
     @property
     def name(self) -> str: return benchmark_name(self.spec.dataset, self.spec.model, self.forget_pct, self.forget_class, self.spec.unseen)
     @property
     def key(self) -> str: return f"{self.name}-{self.bench_id}"
     def splits(self, seed:int): # the seed that draws the forget set and the unseen/test halves
-        "The sets of `seed`, drawn by the benchmark's split rule (the paper's: `dataset_splits`)"
-        s = self.spec
-        return split_rule(s.split, s.split_options)(self.data, self.forget_pct, seed, self.forget_class, **(s.split_options or {}))
+        "The sets of `seed`, drawn by the benchmark's split rule (the paper's: `dataset_splits`), once per seed (the draw is a function of the seed)"
+        if seed not in self.drawn:
+            s = self.spec
+            self.drawn[seed] = split_rule(s.split, s.split_options)(self.data, self.forget_pct, seed, self.forget_class, **(s.split_options or {}))
+        return self.drawn[seed]
     def checkpoints(self, seed:int, # the run's seed
                     store:Store     # the results store (its checkpoint folder)
                    ) -> tuple:
@@ -370,6 +373,7 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, 
     ev = lambda m: ctx.evaluate(m, return_entropies=True, defer_attacks=overlap)
     gold = [ev(f_gold)] if f_gold is not None else None   # resolved once, when the first row needs it
     pending, wrote = [], 0
+    ckpts = {k: p.name for k, p in zip(('orig', 'gold'), prep.checkpoints(seed, store))}   # what the rows started from
     def flush():   # write the rows whose attacks have run (in the background, while later methods unlearned)
         nonlocal wrote
         for i, m, metrics, record, arrays, usage in pending:
@@ -380,7 +384,7 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, extra_arrays, 
                        method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
                        avg_gap=avg_gap(metrics, gold[0]) if gold else float('nan'),
                        **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **usage)
-            record = {**record, 'checkpoints': {k: p.name for k, p in zip(('orig', 'gold'), prep.checkpoints(seed, store))}}   # named, for a tracker
+            record = {**record, 'checkpoints': ckpts}   # named, for a tracker
             store.write_record(prep.ident(m, seed, ms), record, arrays)
             if not store.append(row):
                 log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
