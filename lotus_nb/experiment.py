@@ -5,7 +5,7 @@
 # %% ../nbs/08_experiment.ipynb #feaec607
 from __future__ import annotations
 import dataclasses, logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, KW_ONLY
 from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn as nn
 import matplotlib.pyplot as plt
@@ -92,6 +92,7 @@ class BenchmarkSpec:
     dataset: str = 'fashionmnist'     # registry name: see DATASETS
     model: str = 'auto'               # registry name: see MODELS; 'auto': the dataset's (the paper's) model
     forget_pct: float = 0.1           # fraction of each class to forget (instance unlearning)
+    _: KW_ONLY                        # the fields below by name only: one added in the middle cannot shift the others
     forget_class: object = None       # a class index or name: class unlearning instead
     unseen: str = 'heldout'           # the methods' $D_u$: 'heldout', a generator in UNSEEN_SOURCES, or a dataset
     train_size: object = 'default'    # stratified training subset; 'default': benchmark_defaults, None: all

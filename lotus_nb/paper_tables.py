@@ -80,12 +80,12 @@ def plan_benchmark(pb:PaperBenchmark,     # the paper's benchmark
                   ) -> Planned:
     "The benchmark that stands for `pb` at `scale` (None when it has no embedded stand-in)"
     if check_scale(scale) == 'paper':
-        spec = BenchmarkSpec(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, pb.unseen, data_root=data_root, train_epochs=train_epochs)
+        spec = BenchmarkSpec(pb.dataset, pb.model, pb.forget_pct, forget_class=pb.forget_class, unseen=pb.unseen, data_root=data_root, train_epochs=train_epochs)
         return Planned(spec, pb, f"{LABELS[pb.model]} / {LABELS[pb.dataset]}", False)
     ds, model = STAND_INS[pb.dataset], STAND_IN_MODELS[pb.model]
     if ds is None or model is None: return None
     unseen = SYNTHETIC_UNSEEN['embedded'] if pb.unseen == SYNTHETIC_UNSEEN['paper'] else pb.unseen
-    spec = BenchmarkSpec(ds, model, pb.forget_pct, STAND_IN_CLASSES.get(pb.forget_class, pb.forget_class), unseen,
+    spec = BenchmarkSpec(ds, model, pb.forget_pct, forget_class=STAND_IN_CLASSES.get(pb.forget_class, pb.forget_class), unseen=unseen,
                          train_epochs=train_epochs)
     return Planned(spec, pb, f"{LABELS[spec.model]} / {LABELS[ds]} (for {LABELS[pb.dataset]})", True)
 
