@@ -264,7 +264,7 @@ class Store:
         for _, r in self.read().iterrows():
             ident = row_id(r)
             if self.key_of(ident) not in have:
-                self._log_row(ident, {k: v for k, v in r.items() if not (isinstance(v, float) and np.isnan(v))}); n += 1
+                self._log_row(ident, r.to_dict()); n += 1   # _log_row keeps the finite metrics
         return n
 
     def track_benchmark(self, ident:tuple, # a row_id of one of the benchmark's rows
