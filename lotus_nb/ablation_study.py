@@ -8,10 +8,10 @@ import dataclasses
 from pathlib import Path
 import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
-from .data import check_choice
+from .checks import check_choice
 from .methods import is_reference, role_method
 from .store import Store, row_id
-from .experiment import BenchmarkSpec
+from .benchmark import BenchmarkSpec
 from .paper_tables import plan_table, on_datasets, LABELS, table_benchmarks
 from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import math
 import torch, torch.nn.functional as F
-from .data import check_choice
+from .checks import check_choice
 
 # %% auto #0
 __all__ = ['AUGMENTS', 'random_flip', 'random_affine', 'color_jitter', 'augment_batch']

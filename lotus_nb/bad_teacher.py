@@ -66,7 +66,7 @@ class BadTeacherConfig(MethodConfig):
     T: float = 1.          # distillation temperature of both teachers and the student
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20), T=Range(1., 8., log=True))
 
-@register_method('bad_teacher', BadTeacherConfig, display='BadT', order=5)
+@register_method('bad_teacher', BadTeacherConfig, display='BadT', order=5, paper=True)
 def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the student's start (left unchanged)
                 task:UnlearnTask,      # its forget set and seeded 30% retain subset; task.seed seeds the bad teacher
                 cfg:BadTeacherConfig,  # hyperparameters

@@ -9,13 +9,16 @@ from pathlib import Path
 from .data import dataset_defaults, torch_threads
 from .store import Store, atomic_write, row_id
 import torch
-from .training import get_device, load_checkpoint
-from .experiment import prepare, check_threads, fit_original
+from .device import get_device
+from .checkpoints import load_checkpoint
+from .benchmark import prepare
+from .runner import Unit, run_unit, fit_original
+from .checks import check_threads
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'is_uri', 'Storage', 'node_cache_dir', 'WorkerStore', 'train_original', 'run_unit', 'check_data']
+__all__ = ['log', 'is_uri', 'Storage', 'node_cache_dir', 'WorkerStore', 'train_original', 'worker_unit', 'check_data']
 
 # %% ../nbs/20a_cluster.ipynb #6bf335f6
 def is_uri(x # a path, or a location with a protocol, e.g. 's3://bucket/x'
@@ -112,20 +115,19 @@ def train_original(prep,             # a Prepared benchmark whose dataset trains
     with torch_threads(check_threads(threads)): fit_original(prep, seed, path, prep.device_splits(seed, dev), dev, progress)
     return Path(path)
 
-def run_unit(spec,                 # the BenchmarkSpec (resolved)
-             seed:int,             # the unit's seed
-             methods,              # registry names
-             done=(),              # row_ids already in the driver's store
-             device='cpu',         # where to run
-             threads:int=1,        # torch CPU threads of the unit (recorded in its rows)
-             storage:Storage=None, # where checkpoints are shared; None: through the driver
-             shipped:dict=None,    # checkpoint name -> bytes (None: not shipped) sent with the task
-             cache_dir=None        # the node's checkpoint folder; None: node_cache_dir()
-            ) -> dict: # rows, records, checkpoints (name -> bytes for the driver), node
-    "Run one seed of a benchmark on this node through a `WorkerStore`; what it produced, for the driver to store"
-    from lotus_nb.experiment import run_seed
+def worker_unit(spec,                 # the BenchmarkSpec (resolved)
+                unit:Unit,            # the unit to run (its seed, method seed and methods)
+                methods,              # the grid's registry names (the benchmark is prepared for them, as on the driver)
+                done=(),              # row_ids already in the driver's store
+                device='cpu',         # where to run
+                threads:int=1,        # torch CPU threads of the unit (recorded in its rows)
+                storage:Storage=None, # where checkpoints are shared; None: through the driver
+                shipped:dict=None,    # checkpoint name -> bytes (None: not shipped) sent with the task
+                cache_dir=None        # the node's checkpoint folder; None: node_cache_dir()
+               ) -> dict: # rows, records, checkpoints (name -> bytes for the driver), node
+    "Run one unit on this node through `run_unit` and a `WorkerStore`; what it produced, for the driver to store"
     prep, ws = prepare(spec, methods), WorkerStore(done, cache_dir, storage, shipped)
-    run_seed(prep, seed, methods, ws, device, progress=False, threads=threads)
+    run_unit(prep, unit, ws, device, progress=False, threads=threads)
     return dict(rows=ws.rows, records=ws.records, checkpoints=ws.publish(), node=socket.gethostname())
 
 # %% ../nbs/20a_cluster.ipynb #2a7f3117

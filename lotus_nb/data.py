@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np, torch, torch.nn.functional as F
 from torch.utils.data import DataLoader
 
+from .checks import check_choice, check_seed, check_fraction, optional_import   # the ground floor's checks, handed on: nbs/00b_checks.ipynb
+
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'DATASETS', 'HOW_TO_GET', 'read_image', 'default_workers', 'ImageFiles', 'torch_threads', 'ImageData',
-           'check_choice', 'check_seed', 'check_fraction', 'DatasetDefaults', 'register_dataset', 'dataset_defaults',
-           'optional_import', 'data_dirs', 'find_data', 'path_inside', 'available_memory', 'fits_in_memory',
-           'stratified_sample', 'load_dataset']
+__all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'read_image', 'default_workers', 'ImageFiles', 'torch_threads',
+           'ImageData', 'DatasetDefaults', 'register_dataset', 'dataset_defaults', 'data_dirs', 'find_data',
+           'path_inside', 'available_memory', 'fits_in_memory', 'stratified_sample', 'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 def read_image(path,            # image file in any format PIL reads
@@ -117,39 +118,16 @@ class ImageData:
         return (f"ImageData({self.name!r}: {len(self.y_train)} train / {len(self.y_heldout)} held-out, "
                 f"{self.num_classes} classes, {self.in_chans}x{self.img_size}x{self.img_size}, {where})")
 
-# %% ../nbs/01_data.ipynb #6ca6cfda
-def check_choice(value,    # the value a user passed
-                 choices,  # the valid values (any container; listed sorted in the error)
-                 what:str, # what the value names, for the message, e.g. 'dataset'
-                ):
-    "Raise a `ValueError` naming the valid `choices` when `value` is not one of them"
-    if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; valid {what}s: {', '.join(sorted(map(str, choices)))}")
-    return value
-
-def check_seed(seed, # a seed as a user passed it
-              ):
-    "Refuse a seed that is not a non-negative integer"
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seeds must be non-negative integers, got {seed!r}")
-    return int(seed)
-
-def check_fraction(frac,     # a fraction as a user passed it
-                   what:str, # its parameter's name, for the message
-                  ):
-    "Refuse a fraction outside the open interval (0, 1)"
-    if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac < 1:
-        raise ValueError(f"{what} must be a fraction in (0, 1), got {frac!r}")
-    return float(frac)
-
 # %% ../nbs/01_data.ipynb #1ba549db
 from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
+BENCHMARK_KEYS = ('train_size', 'img_size', 'augment', 'recipe', 'method_overrides')   # what a registration's benchmark defaults may set
+
 @dataclass(frozen=True)
 class DatasetDefaults:
-    "The paper's setting for one dataset: what naming the dataset alone runs"
+    "Every fact of one dataset: what loading it gives, its official sizes, its place in the paper, and a benchmark's defaults on it"
     model: str = 'resnet18'        # the model that model='auto' stands for
     img_size: int = 32             # native image size
-    augment: str = None            # training augmentation (augment_batch kind); None keeps the loader's
+    augment: str = None            # training augmentation (augment_batch kind) for a model that should generalise; None keeps the loader's
     mean: tuple = None             # per-channel mean in [0,1] units; None: computed from the training images
     std: tuple = None              # per-channel std in [0,1] units; None: computed from the training images
     in_memory: object = 'auto'     # hold the images as one tensor: True, False, or 'auto' (when they fit)
@@ -157,31 +135,37 @@ class DatasetDefaults:
     gold: bool = True              # a gold model can be retrained (not at ImageNet scale)
     train_original: bool = True    # False: the pretrained model itself is $f_{orig}$ (ImageNet)
     unseen_for: str = None         # this dataset is a synthetic unseen set $D_u$ for that one (CIFAKE: 'cifar10')
+    train_images: int = None       # official training images (the preview counts an absent dataset by them); None: unknown
+    heldout_images: int = None     # official held-out images
+    num_classes: int = None        # classes
+    in_chans: int = None           # image channels
+    label: str = None              # its name in the paper's tables, e.g. 'C-100'; register_dataset: its registry name
+    in_paper: bool = False         # one of the paper's datasets (the paper tables plan it at each scale)
+    stand_in: str = None           # the registered dataset that stands for it at embedded scale; None: it is left out there
+    benchmark: dict = None         # a benchmark's defaults on it with any model: BENCHMARK_KEYS, recipe as Recipe's fields
+    benchmark_by_arch: dict = None # arch ('resnet', 'vit') -> such defaults with that architecture, on top of benchmark
+    def benchmark_entries(self, arch:str # 'resnet' or 'vit': the model's architecture
+                         ) -> list: # the benchmark defaults that hold with arch, the general first: the later wins
+        "The benchmark defaults that hold with `arch`: the dataset's, then the architecture's (the later wins)"
+        return [self.benchmark or {}, (self.benchmark_by_arch or {}).get(arch, {})]
 
 DATASETS = Registry()
 
 def register_dataset(name:str,   # name users pass to load_dataset
-                     **defaults, # DatasetDefaults fields: the paper's setting for this dataset
+                     **defaults, # DatasetDefaults fields: every fact of this dataset
                     ):
-    "Decorator: register a function `f(root, download, **options) -> ImageData` under `name`, with its defaults"
-    def _inner(f): f.defaults = DatasetDefaults(**defaults); DATASETS[name] = f; return f
+    "Decorator: register a function `f(root, download, **options) -> ImageData` under `name`, with its facts"
+    dd = DatasetDefaults(**{'label': name, **defaults})
+    for e in [dd.benchmark or {}, *(dd.benchmark_by_arch or {}).values()]:
+        if bad := sorted(set(e) - set(BENCHMARK_KEYS)):
+            raise ValueError(f"dataset {name!r}: unknown benchmark defaults {', '.join(bad)}; valid: {', '.join(BENCHMARK_KEYS)}")
+    def _inner(f): f.defaults = dd; DATASETS[name] = f; return f
     return _inner
 
 def dataset_defaults(name:str, # a registered dataset, e.g. 'cifar10'
                     ) -> DatasetDefaults:
-    "The paper's defaults of the dataset registered as `name`"
+    "The facts registered with the dataset `name`"
     return DATASETS[check_choice(name, DATASETS, 'dataset')].defaults
-
-# %% ../nbs/01_data.ipynb #d15f61f3
-def optional_import(module:str, # the module to import, e.g. 'ray'
-                    extra:str,  # the pip extra of lotus_nb that installs it
-                   ):
-    "Import `module`, or raise an `ImportError` naming the extra that installs it"
-    import importlib
-    try: return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(f"{module!r} is not installed; it comes with lotus_nb's '{extra}' extra: "
-                          f"pip install \"lotus_nb[{extra}]\"") from e
 
 # %% ../nbs/01_data.ipynb #0f8ada6f
 from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb

@@ -95,7 +95,7 @@ DEVIATIONS = [
     D('Data', 'CIFAR-10/100 augmentation, ResNet18', "random crop 32, zero padding 4, no flip: augment='crop' ({lotus_nb.formats_cifar.load_cifar10})", 'PROTOCOL 4: crop and flip',
       'helpers/data_utils.py:74 (the flip commented out), 143-146 (RandomCrop(32, padding=4))', 'the code behind the numbers; ours before: crop and flip',
       "augment='crop_flip' (run_benchmark / BenchmarkSpec)", 'code over table'),
-    D('Data', 'CIFAR-10/100 augmentation, ViT', "none ({lotus_nb.experiment.BENCHMARK_DEFAULTS}: augment='none' for (cifar10 | cifar100, vit))", '-',
+    D('Data', 'CIFAR-10/100 augmentation, ViT', "none ({lotus_nb.formats_cifar.load_cifar10}, {lotus_nb.formats_cifar.load_cifar100}: benchmark_by_arch={'vit': dict(augment='none')})", '-',
       'helpers/data_utils.py:136-141 (the ViT branch only prepends Resize: no crop), 74 (no flip)', 'the code behind the numbers; ours before: crop and flip', "augment='crop_flip'", 'code over table'),
     D('Data', 'TinyImageNet augmentation, ResNet18', "random crop 64 repeating the edge pixels (padding 8), and a flip: augment='crop_edge_flip' ({lotus_nb.augment.augment_batch})", '-',
       "helpers/data_utils.py:116 (RandomHorizontalFlip), 147-149 (RandomCrop(64, padding=8, padding_mode='edge'))", 'the code behind the numbers; ours before: flip only', "augment='flip'", 'code over table'),
@@ -143,9 +143,9 @@ DEVIATIONS = [
       'the code behind the numbers (memory)', "batch_size= / method_overrides={'unsir': {...}}", 'code over table'),
     D('SSD', 'batch size of the importance passes', '128; ViT 32; ImageNet 256', '-', "ssd_class.py:30, 209-212 the run's batch size; reproduce_results.sh:68",
       'the code behind the numbers', 'batch_size=', 'code over table'),
-    D('Benchmarks', 'ImageNet batch size', 'every method 256, UNSIR 64 ({lotus_nb.experiment.BENCHMARK_DEFAULTS})', 'LoTUS 256 (ImageNet ViT)', 'reproduce_results.sh:115-121',
+    D('Benchmarks', 'ImageNet batch size', 'every method 256, UNSIR 64 ({lotus_nb.formats_folders.load_imagenet})', 'LoTUS 256 (ImageNet ViT)', 'reproduce_results.sh:115-121',
       'the code behind the numbers', "method_overrides={'<method>': {'batch_size': ...}}", 'code over table'),
-    D('LoTUS', 'alpha on CIFAR-10 ResNet18', '8 ({lotus_nb.experiment.BENCHMARK_DEFAULTS}); 2 elsewhere', 'alpha 2 (searched over {2, 4, 8, 16})', 'reproduce_results.sh:19 --alpha 8; notebooks/results.ipynb cell 0 (alpha "8.0" for cifar10-resnet)',
+    D('LoTUS', 'alpha on CIFAR-10 ResNet18', '8 ({lotus_nb.formats_cifar.load_cifar10}); 2 elsewhere', 'alpha 2 (searched over {2, 4, 8, 16})', 'reproduce_results.sh:19 --alpha 8; notebooks/results.ipynb cell 0 (alpha "8.0" for cifar10-resnet)',
       'the code behind the numbers', "method_overrides={'lotus': {'alpha': 2.}}", 'code over table'),
     D('LoTUS', 'alpha in class unlearning', '32 ({lotus_nb.lotus.LotusConfig})', '-', 'bash_scripts/class_reproduce_results.sh:21, 36, 51 (--alpha=32 --is_class_unlearning=True)',
       'the code behind the numbers', 'alpha=', 'code over table'),
@@ -216,7 +216,7 @@ STAND_IN_SETUP = [   # the stand-ins' network and recipe: what the embedded benc
       'ResNet18', 'helpers/models.py:11-157 (max-pool 95, 140; identity_conv in every block 42-45, 67)',
       "a max-pool would leave 7 px of a 14 px Fashion-MNIST image (4 of 8 px digits) to the first stage; the main job's models stay what they were",
       "model='resnet18' (the authors' network)", 'stand-in'),
-    D('Stand-ins', 'training recipe of the embedded stand-ins', "digits 15 epochs batch 128, fashionmnist 25 epochs batch 256, lr 0.1, per-step warm-up of 1 / 2 epochs then cosine (schedule='cosine'), no early stopping ({lotus_nb.experiment.BENCHMARK_DEFAULTS})",
+    D('Stand-ins', 'training recipe of the embedded stand-ins', "digits 15 epochs batch 128, fashionmnist 25 epochs batch 256, lr 0.1, per-step warm-up of 1 / 2 epochs then cosine (schedule='cosine'), no early stopping ({lotus_nb.formats_idx.load_digits_data}, {lotus_nb.formats_idx.load_fashionmnist})",
       '-', 'train.py:177-181, 232-233 (per-epoch linear warm-up of 30 epochs, then linear decay); helpers/config.py:48, 50',
       'CPU runs of minutes that memorise their training set; the main job trains the models it trained before', "recipe={'schedule': 'linear', ...} (run_benchmark)", 'stand-in'),
 ]
@@ -224,7 +224,7 @@ STAND_IN_SETUP = [   # the stand-ins' network and recipe: what the embedded benc
 def stand_in_rows() -> list:
     "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper_tables` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"
     from lotus_nb.paper_tables import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
-    from lotus_nb.experiment import BENCHMARK_DEFAULTS
+    from lotus_nb.benchmark import BENCHMARK_DEFAULTS
     sw = "scale='paper' (the paper's dataset and model)"
     rows = [D('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
             for p, s in STAND_INS.items()]
@@ -300,7 +300,7 @@ def _setup_probes() -> dict:
     from torch.utils.data import TensorDataset
     from lotus_nb.models import create_model
     from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit
-    from lotus_nb.experiment import benchmark_augment
+    from lotus_nb.benchmark import benchmark_augment
     def lrs(recipe, epochs=40):   # the learning rate of each of the first epochs, one step an epoch
         opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=recipe.lr); per_step, per_epoch = lr_schedule(opt, 1, recipe); out = []
         for _ in range(min(epochs, recipe.epochs)):
@@ -363,7 +363,7 @@ def _benchmark_probes() -> dict:
     "Probes of the benchmark-level switches: data rules, per-benchmark overrides, the aggregation, tuning's sets, the set checks"
     import tempfile, numpy as np, pandas as pd, torch
     from torch.utils.data import TensorDataset, Subset
-    from lotus_nb.experiment import benchmark_defaults
+    from lotus_nb.benchmark import benchmark_defaults
     def imagenet():   # the first forget set of a small ImageNet tree (2 classes of 50 training images), drawn by seed (ours) and by the authors' rule
         from PIL import Image
         from lotus_nb.data import load_dataset
@@ -376,7 +376,7 @@ def _benchmark_probes() -> dict:
             f = lambda **o: tuple(dataset_splits(load_dataset('imagenet', root=root, img_size=8, **o), 0.1, 13).forget.tolist())
             return f(), f(forget_rule='first')
     def overridden(dataset, method, field, value):   # a config field as the runner resolves it for `dataset`'s benchmark, by default and overridden
-        from lotus_nb.experiment import BenchmarkSpec, resolve_spec, method_overrides
+        from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides
         from lotus_nb.methods import method_config
         from lotus_nb.models import model_arch
         f = lambda **o: (lambda s: getattr(method_config(method, model_arch(s.model), **method_overrides(s, [method])[method]), field))(resolve_spec(BenchmarkSpec(dataset, **o)))
@@ -433,7 +433,7 @@ def _stand_in_probe(row:Deviation): # a row of stand_in_rows
     "The probe of a stand-in row: what runs at embedded scale, and at scale='paper'"
     from lotus_nb.paper_tables import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
     from lotus_nb.models import create_model
-    from lotus_nb.experiment import benchmark_defaults
+    from lotus_nb.benchmark import benchmark_defaults
     from lotus_nb.training import recipe_from
     name = next((row.what[len(p):].strip("'") for p in ('dataset ', 'model ', 'forgotten class ') if row.what.startswith(p)), None)
     if name is not None:

@@ -20,7 +20,7 @@ class FinetuneConfig(MethodConfig):
     "Finetuning: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams)"
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20))   # 1e-3 barely moves a memorised model
 
-@register_method('finetune', FinetuneConfig, display='Finetuning', order=2)
+@register_method('finetune', FinetuneConfig, display='Finetuning', order=2, paper=True)
 def finetune(original:nn.Module,    # f_orig: the starting point (left unchanged)
              task:UnlearnTask,      # only its retain set D_r is used
              cfg:FinetuneConfig,    # hyperparameters

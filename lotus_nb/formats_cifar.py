@@ -63,7 +63,10 @@ def _torchvision_download(cls:str):
         getattr(torchvision.datasets, cls)(str(folder), train=True, download=True)
     return _dl
 
-@register_dataset('cifar10', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
+@register_dataset('cifar10', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
+                  train_images=50_000, heldout_images=10_000, num_classes=10, in_chans=3, label='C-10', in_paper=True, stand_in='digits',
+                  benchmark_by_arch={'resnet': dict(method_overrides={'lotus': {'alpha': 8.}}),   # reproduce_results.sh:19; alpha 2 elsewhere (PROTOCOL section 2)
+                                     'vit': dict(augment='none')})   # the ViT gets no crop (helpers/data_utils.py:136-141), and CIFAR no flip (74)
 def load_cifar10(root=None,    # folder searched first; see data_dirs
                  download=True, # let torchvision download the archive when it is not found
                  ):
@@ -73,7 +76,9 @@ def load_cifar10(root=None,    # folder searched first; see data_dirs
     xte, yte = read_cifar(base, ['test_batch'], 'labels')
     return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'])
 
-@register_dataset('cifar100', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True)
+@register_dataset('cifar100', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
+                  train_images=50_000, heldout_images=10_000, num_classes=100, in_chans=3, label='C-100', in_paper=True, stand_in='digits',
+                  benchmark_by_arch={'vit': dict(augment='none')})   # as CIFAR-10's
 def load_cifar100(root=None,    # folder searched first; see data_dirs
                   download=True, # let torchvision download the archive when it is not found
                   ):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 import numpy as np, torch
-from .data import ImageData, ImageFiles, register_dataset, find_data, check_choice, path_inside, HOW_TO_GET
+from .data import ImageData, ImageFiles, register_dataset, find_data, path_inside, HOW_TO_GET
+from .checks import check_choice
 from .formats_cifar import CIFAR_MEAN, CIFAR_STD, CIFAR10_CLASSES
 
 # %% auto #0
@@ -46,7 +47,9 @@ def _tiny_download(folder):
     from torchvision.datasets.utils import download_and_extract_archive
     download_and_extract_archive(TINY_URL, str(folder), md5=TINY_MD5)
 
-@register_dataset('tinyimagenet', model='resnet18', img_size=64, augment='crop_edge_flip', mean=TINY_MEAN, std=TINY_STD, in_memory='auto')
+@register_dataset('tinyimagenet', model='resnet18', img_size=64, augment='crop_edge_flip', mean=TINY_MEAN, std=TINY_STD, in_memory='auto',
+                  train_images=100_000, heldout_images=10_000, num_classes=200, in_chans=3, label='TinyIN', in_paper=True, stand_in='fashionmnist',
+                  benchmark_by_arch={'vit': dict(augment='flip')})   # the ViT gets the flip alone (helpers/data_utils.py:116)
 def load_tinyimagenet(root=None,    # folder searched first; see data_dirs
                       download=True, # fetch the official archive when it is not found
                       ):
@@ -68,7 +71,11 @@ HOW_TO_GET['imagenet'] = ("ImageNet-1k (ILSVRC2012) needs an account at https://
 def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_EXTS)
 
 @register_dataset('imagenet', model='vit_b_16_imagenet', img_size=224, augment='none', mean=IMAGENET_MEAN, std=IMAGENET_STD,
-                  in_memory=False, gold=False, train_original=False)
+                  in_memory=False, gold=False, train_original=False,
+                  train_images=1_281_167, heldout_images=50_000, num_classes=1000, in_chans=3, label='ImageNet1k', in_paper=True,
+                  stand_in='fashionmnist',
+                  benchmark=dict(method_overrides={'*': {'batch_size': 256},     # every method at 256 (reproduce_results.sh:115, 121)
+                                                   'unsir': {'batch_size': 64}})) # UNSIR at 64, for memory (line 119)
 def load_imagenet(root=None,    # folder searched first; see data_dirs
                   download=True, # unused: ImageNet needs an account (see HOW_TO_GET)
                   forget_rule:str='seeded', # 'seeded': each seed draws the 5 forget images of a class's 50; 'first': the authors' first 5 (data_utils.py:449-450)
@@ -108,7 +115,7 @@ def cifake_label(filename:str, # a file name of CIFAKE's test/FAKE/, e.g. '1000 
     return int(m[1]) - 1
 
 @register_dataset('cifake', model=None, img_size=32, augment='none', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
-                  gold=False, unseen_for='cifar10')
+                  gold=False, unseen_for='cifar10', in_paper=True)   # no stand-in: at embedded scale a generator makes the synthetic D_u
 def load_cifake(root=None,    # folder searched first; see data_dirs
                 download=True, # unused: CIFAKE comes from Kaggle (see HOW_TO_GET)
                 ):

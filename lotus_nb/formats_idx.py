@@ -14,7 +14,10 @@ __all__ = ['FMNIST_FILES', 'FMNIST_CLASSES', 'DEFAULT_FMNIST_DIRS', 'load_digits
            'load_fashionmnist']
 
 # %% ../nbs/01a_formats_idx.ipynb #7b80bfad
-@register_dataset('digits', model='resnet18_small', img_size=8, augment='crop', in_memory=True)
+@register_dataset('digits', model='resnet18_small', img_size=8, augment='crop', in_memory=True,
+                  train_images=1_297, heldout_images=500, num_classes=10, in_chans=1, label='digits',
+                  benchmark=dict(train_size=None, img_size=None, augment=None,   # the smoke benchmark: every image, native size, the augmentation above
+                                 recipe=dict(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None, schedule='cosine', keep='best')))
 def load_digits_data(root=None,    # unused: scikit-learn ships the images
                      download=True, # unused: nothing to download
                     ):
@@ -56,7 +59,10 @@ def find_idx(folder, # a folder searched, with its fashion-mnist/ and FashionMNI
             p = Path(folder)/sub/(stem+suffix)
             if p.exists(): return p
 
-@register_dataset('fashionmnist', model='resnet18_small', img_size=28, augment='crop_flip', in_memory=True)
+@register_dataset('fashionmnist', model='resnet18_small', img_size=28, augment='crop_flip', in_memory=True,
+                  train_images=60_000, heldout_images=10_000, num_classes=10, in_chans=1, label='F-MNIST',
+                  benchmark=dict(train_size=2_500, img_size=14, augment='none',   # the embedded default benchmark: small, and memorised
+                                 recipe=dict(epochs=25, batch_size=256, lr=0.1, warmup=2, patience=None, schedule='cosine', keep='best')))
 def load_fashionmnist(root=None, # folder searched first for the four IDX files; then $LOTUS_DATA, the cache, Debian's
                       download=True): # let torchvision download them when no files are found
     "Fashion-MNIST from its original IDX files"

@@ -33,7 +33,7 @@ def original(original:nn.Module,   # f_orig, copied and frozen (left unchanged)
     meta = task.original_meta or {}
     return Unlearned(frozen(original), dict(time_min=meta.get('time_min', math.nan), history=meta.get('history')))
 
-@register_method('gold', RecipeConfig, display='Gold Std', role='gold', order=1)
+@register_method('gold', RecipeConfig, display='Gold Std', role='gold', order=1, paper=True)
 def gold(original:nn.Module,   # f_orig: only its architecture (and init) is reused; left unchanged
          task:UnlearnTask,     # D_r to train on, D_u for early stopping; task.retrain, if set, replaces training
          cfg:RecipeConfig,     # the recipe that trains f_gold (ignored when task.retrain is set)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numpy as np, torch, torch.nn as nn
 import matplotlib.pyplot as plt
-from .data import optional_import
+from .checks import optional_import
 from .loaders import unnormalize
 from .models import CifarResNet, AuthorsResNet
 

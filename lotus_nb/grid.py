@@ -4,23 +4,31 @@
 
 # %% ../nbs/20_grid.ipynb #2a6f6c25
 from __future__ import annotations
-import inspect, logging, time
+import dataclasses, inspect, logging, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
-from .data import optional_import, check_choice, dataset_defaults
-from .training import get_device, cache_key
-from .store import Store, atomic_write
+import matplotlib.pyplot as plt
+from .data import dataset_defaults
+from .checks import optional_import, check_choice
+from .device import get_device
+from .checkpoints import cache_key
+from .store import Store, atomic_write, row_id
+from .methods import list_methods, is_reference, display_name, role_method
+from .report import report_tables, table_hyperparams, save_table, plot_tau_trace, plot_entropy
 from .tracking import make_tracker
-from .experiment import (BenchmarkSpec, Benchmark, resolve_spec, check_benchmark, prepare, run_seed, check_checkpoints,
-                                 check_threads, report, benchmark_name)
-from .cluster import Storage, WorkerStore, train_original, run_unit, check_data
+from .benchmark import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds,
+                                benchmark_name)
+from .runner import Unit, run_unit
+from .checks import check_threads
+from .cluster import Storage, WorkerStore, train_original, worker_unit, check_data
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
-           'executor_options', 'run_local', 'check_nodes', 'run_ray', 'find_benchmark', 'run_grid']
+           'executor_options', 'run_local', 'check_nodes', 'run_ray', 'Benchmark', 'streisand', 'report',
+           'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -49,10 +57,10 @@ class GridPlan:
     preps: list                                  # the Prepared benchmarks, one per key
     methods: list                                # registry names (checked)
     seeds: list                                  # the seeds every benchmark runs (checked)
-    units: list                                  # (prep index, seed, rows to run) triples
+    units: list                                  # the Units with rows still to produce (runner chapter)
     missing: dict = field(default_factory=dict)  # key -> (spec, why its data is absent)
     @property
-    def rows(self) -> int: return sum(n for *_, n in self.units)
+    def rows(self) -> int: return sum(u.rows for u in self.units)
 
 def missing_key(spec:BenchmarkSpec # a resolved spec whose data is absent
                ) -> str:
@@ -63,7 +71,8 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
               seeds,                  # the seeds every benchmark runs
               methods,                # registry names; None: every registered method
               store:Store,            # the results store every unit writes to
-              skip_missing:bool=False # True: a benchmark whose data is absent is set aside, not an error
+              skip_missing:bool=False, # True: a benchmark whose data is absent is set aside, not an error
+             method_seeds=None       # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
              ) -> GridPlan:
     "Check and prepare every benchmark, refuse duplicates, and list the units with rows still to run"
     specs = [resolve_spec(s) for s in specs]
@@ -72,19 +81,20 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
         if s in specs[:i]: raise ValueError(f"benchmark {s} appears twice in the grid")
     checked = [check_benchmark(s, seeds, methods, store) for s in specs]
     seeds, methods = checked[0]
+    mseeds = check_method_seeds(method_seeds) or [None]
     preps, missing = [], {}
     for s in specs:
         try: preps.append(prepare(s, methods))
         except FileNotFoundError as e:
             if not skip_missing: raise
             missing[missing_key(s)] = (s, str(e))
-            log.warning(f"grid: skipping {s.dataset} ({s.model}): {e}")
     keys = [p.key for p in preps]
     if dup := sorted({k for k in keys if keys.count(k) > 1}):
         raise ValueError(f"the grid has the same benchmark twice ({', '.join(dup)}): its specs differ only in what does not change a row (e.g. data_root)")
     for p in preps: check_checkpoints(p, seeds, store)
     done = store.done()
-    units = [(i, s, n) for i, p in enumerate(preps) for s in seeds if (n := sum(p.ident(m, s) not in done for m in methods))]
+    units = [Unit(i, s, todo, ms) for i, p in enumerate(preps) for s in seeds for ms in mseeds
+             if (todo := tuple(m for m in methods if p.ident(m, s, ms) not in done))]
     return GridPlan(preps, methods, seeds, units, missing)
 
 # %% ../nbs/20_grid.ipynb #4c8d8f1b
@@ -116,12 +126,11 @@ def run_local(plan:GridPlan,      # from plan_grid
               progress:bool=True, # show progress bars
               threads:int=1       # torch's CPU threads per unit (recorded in each row): the same default as the Ray executor's
              ):
-    "Run the units one after the other in this process"
+    "Run the units one after the other in this process: each through `run_unit`, as a Ray task runs it, with the results store itself"
     prog = GridProgress(plan.rows)
-    for i, s, _ in plan.units:
-        p = plan.preps[i]
-        run_seed(p, s, plan.methods, store, device, progress, threads=threads,
-                 on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
+    for u in plan.units:
+        p = plan.preps[u.bench]
+        run_unit(p, u, store, device, progress, threads, on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
 
 # %% ../nbs/20_grid.ipynb #75ea91d8
 def _check_ray(num_cpus=1, threads=1, storage=None, **_):
@@ -139,11 +148,14 @@ def _ray_original(spec, seed, methods, name, device, threads, storage):
     if storage is None: return blob
     if not storage.exists(name): storage.write(name, blob)
 
-def _ray_unit(spec, seed, methods, done, device, threads, storage, names, *blobs):
+def _ray_unit(spec, unit, methods, done, device, threads, storage, names, *blobs):
     "A Ray task: one unit; `blobs` (resolved by Ray before it starts: it waits for them) are the checkpoints `names`"
     logging.basicConfig(level=logging.INFO, format='%(message)s')
-    return run_unit(spec, seed, methods, done, device, threads, storage, dict(zip(names, blobs)))
+    import ray
+    out = worker_unit(spec, unit, methods, done, device, threads, storage, dict(zip(names, blobs)))
+    return {**out, 'node': f"{out['node']}, {ray.get_runtime_context().get_node_id()[:8]}"}   # the host and the Ray node: several nodes may share a host
 
+# %% ../nbs/20_grid.ipynb #1aaee7e6
 def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
                 methods,             # registry names
                 timeout_s:float=900  # how long the checks may take in all
@@ -158,6 +170,7 @@ def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
     bad = [f"{where}, {m}" for r, where in refs.items() for m in ray.get(r, timeout=timeout_s)]
     if bad: raise FileNotFoundError("data missing on the cluster's nodes (nothing was trained):\n" + "\n".join(bad))
 
+# %% ../nbs/20_grid.ipynb #657bad23
 def _have(ray, storage, path:Path):
     "What a unit gets for a checkpoint the driver or the storage has: its bytes in the object store (no storage), None (in the storage), False (nowhere)"
     if storage is None: return ray.put(path.read_bytes()) if path.exists() else False
@@ -168,6 +181,7 @@ def _keep(path, blob:bytes):
     "The driver's copy of a checkpoint a worker trained"
     if not Path(path).exists(): atomic_write(path, lambda f: f.write(blob))
 
+# %% ../nbs/20_grid.ipynb #e41306cc
 @register_executor('ray', check=_check_ray)
 def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its own benchmark)
             store:Store,        # the results store: only this process (the driver) writes it
@@ -189,16 +203,16 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
     check_nodes([p.spec for p in plan.preps], plan.methods)
     unit, original = ray.remote(**res)(_ray_unit), ray.remote(**res)(_ray_original)
     done, units, trains, origs = store.done(), {}, {}, {}
-    for i, s, n in plan.units:
-        p = plan.preps[i]; orig, gold = p.checkpoints(s, store)
+    for u in plan.units:
+        p, s = plan.preps[u.bench], u.seed; orig, gold = p.checkpoints(s, store)
         need = {}                               # checkpoint name -> the ref the unit waits for (its bytes, or None: in the storage)
         if dataset_defaults(p.spec.dataset).train_original:
             if orig.name not in origs and (origs.setdefault(orig.name, _have(ray, storage, orig))) is False:
                 origs[orig.name] = original.remote(p.spec, s, plan.methods, orig.name, dev, threads, storage); trains[origs[orig.name]] = orig
             need[orig.name] = origs[orig.name]
         if (g := _have(ray, storage, gold)) is not False: need[gold.name] = g
-        mine = {p.ident(m, s) for m in plan.methods} & done
-        units[unit.remote(p.spec, s, plan.methods, mine, dev, threads, storage, list(need), *need.values())] = (i, s)
+        mine = {p.ident(m, s, u.method_seed) for m in plan.methods} & done
+        units[unit.remote(p.spec, u, plan.methods, mine, dev, threads, storage, list(need), *need.values())] = (u.bench, s)
     prog, pending = GridProgress(plan.rows), [*trains, *units]
     while pending:
         ready, pending = ray.wait(pending, num_returns=1, timeout=poll_s)
@@ -212,6 +226,56 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
             for row in out['rows']:
                 if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is kept"); continue
                 if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row_summary(row)} (Ray node {out['node']})")
+
+# %% ../nbs/20_grid.ipynb #171d939e
+@dataclass
+class Benchmark:
+    "What `run_benchmark` produced: the rows of this benchmark, its tables and figure paths"
+    results: pd.DataFrame                        # this benchmark's rows of the store
+    tables: dict = field(default_factory=dict)   # 'avg_gap', 'avg_gap_supp', 'hyperparams' -> table
+    figures: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> path of the PNG
+    name: str = ''                                # benchmark_name, e.g. 'digits_resnet18_tiny_forget10'
+    missing: str = ''    # why the benchmark could not run (its data is absent), or ''
+    spec: object = None  # the (resolved) BenchmarkSpec it ran
+    key: str = ''        # name and bench_id: what its tables and figures are named after
+    plotted: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> the data each figure drew (seed -> trace; method -> split -> entropies)
+
+# %% ../nbs/20_grid.ipynb #d61d2e4f
+def streisand() -> tuple: # registry names
+    "The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two methods the figure names"
+    return (role_method('original'), role_method('gold'), 'random_label', 'lotus')
+
+def report(store:Store,     # the results store: rows and records are read, tables/ and figures/ written
+           prep:Prepared,   # the prepared benchmark (selects its rows)
+           methods,         # registry names to report
+           seeds=None,      # the seeds to report; None: every seed the store holds for this benchmark
+           write:bool=True  # write the tables and figures; False: the rows only
+          ) -> Benchmark:
+    "Tables and figures of one benchmark from its rows and run records in `store`"
+    df = store.read()
+    want = {prep.ident(m, 0)[:-2] for m in methods}
+    keep = [row_id(r, False) in want and (seeds is None or int(r['seed']) in seeds) for _, r in df.iterrows()]
+    df = df[keep].reset_index(drop=True)
+    b = Benchmark(df, name=prep.name, spec=prep.spec, key=prep.key)
+    if not len(df) or not write: return b
+    b.tables.update(report_tables(df))   # the paper's shape, and every method and metric in the _extra tables
+    unlearners = [m for m in methods if not is_reference(m)]
+    if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners, prep.kind)
+    for k, t in b.tables.items(): save_table(t, store.tables, f'{b.key}_{k}')
+    store.figures.mkdir(parents=True, exist_ok=True)
+    def save(k, fig):
+        b.figures[k] = store.figures/f'{b.key}_{k}.png'; fig.savefig(b.figures[k], dpi=120); plt.close(fig)
+    run_seeds = sorted(set(df.seed.astype(int)))
+    for m in [m for m in list_methods() if m in methods]:
+        recs = {s: prep.record(store, m, s) for s in run_seeds}
+        traces = {s: r['trace'] for s, r in recs.items() if r and r.get('trace') and 'tau_d' in r['trace'][0]}
+        if traces: b.plotted['tau_trace'] = traces; save('tau_trace', plot_tau_trace(traces, f'{display_name(m)} on {b.name}')); break
+    s0 = run_seeds[0]
+    ents = {m: e for m in streisand() if m in methods and (e := prep.entropies(store, m, s0)) is not None}
+    if ents: b.plotted['entropy'] = ents; save('entropy', plot_entropy(ents, f'Prediction entropy, {b.name}, seed {s0}'))
+    store.track_benchmark(row_id(df.iloc[0]), [p for k in b.tables for p in sorted(store.tables.glob(f'{b.key}_{k}.*'))] + list(b.figures.values()),
+                          {'key': b.key, **dataclasses.asdict(prep.spec)})
+    return b
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
@@ -232,12 +296,14 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
              tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
+             method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)
     store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))   # an unknown tracker, or its package missing: refused here
-    plan = plan_grid(specs, seeds, methods, store, skip_missing)
+    plan = plan_grid(specs, seeds, methods, store, skip_missing, method_seeds)
+    for s, why in plan.missing.values(): log.warning(f"grid: skipping {s.dataset} ({s.model}): {why}")
     if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")   # before any new row
     log.info(f"grid: {len(plan.preps)} benchmark(s), {len(plan.units)} unit(s) to run, {plan.rows} row(s)")
     if plan.units: EXECUTORS[executor](plan, store, **opts)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 import numpy as np, pandas as pd, torch
 import matplotlib.pyplot as plt
-from .data import optional_import, ImageFiles, find_data
+from .data import ImageFiles, find_data
+from .checks import optional_import
 from .mufac import image_hashes, MUFAC_DIR
 
 # %% auto #0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os, re
 import numpy as np, torch
 from torch.utils.data import Dataset
-from .data import optional_import
+from .checks import optional_import
 
 # %% auto #0
 __all__ = ['LABEL_NAMES', 'IMAGE_NAMES', 'ROW_KEEPING', 'hf_kind', 'is_hf_dataset', 'feature_kind', 'find_columns', 'HFDataset',

@@ -21,9 +21,9 @@ from .hf_datasets import hf_kind, hf_dataset
 __all__ = ['PROBE_SEEDS', 'RANDOM_OPS', 'CHECKED_SETS', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader',
            'IndexSplit', 'TensorLoader', 'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit',
            'tensor_splits', 'device_splits', 'unseen_split', 'TaggedDataset', 'dataset_tensors', 'dataset_labels',
-           'random_transform', 'seed_host', 'seeded', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'read_into_memory',
-           'DatasetSplit', 'memory_of', 'as_split', 'split_of', 'WorkersWarning', 'unspawnable', 'start_method',
-           'spawn_safe', 'user_dataset', 'as_splits', 'SetsWarning', 'item_index', 'item_digests', 'check_disjoint',
+           'seed_host', 'seeded', 'random_transform', 'FixedDraws', 'MemoryLoader', 'MemorySplit', 'WorkersWarning',
+           'unspawnable', 'start_method', 'spawn_safe', 'read_into_memory', 'memory_of', 'DatasetSplit', 'user_dataset',
+           'as_split', 'split_of', 'as_splits', 'SetsWarning', 'item_index', 'item_digests', 'check_disjoint',
            'check_model_fits', 'MemorisationWarning', 'fit_stats', 'memorisation_warning']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
@@ -123,6 +123,7 @@ class BatchLoader:
         "One batch as yielded: `(xb, yb)`, and the tags of the items `sel` when there are tags"
         return (xb, yb) + (self.tags[sel].to(device),) if self.tags is not None else (xb, yb)
 
+# %% ../nbs/01d_loaders.ipynb #5ff4f971
 class IndexSplit(Split):
     "What `TensorSplit` and `FileSplit` share: positions `idx` into a dataset split's `images` and labels `y`; `subset` and `+` change only `idx`"
     @property
@@ -199,12 +200,6 @@ class TensorSplit(IndexSplit):
                             mean=self.mean, std=self.std, tags=tags, seed=seed, channels_last=self.x.is_cuda, size=self.size)
 
 # %% ../nbs/01d_loaders.ipynb #137ea0d5
-class _FileItems(Dataset):
-    "Items `(image, label, position)` of `files[idx]`"
-    def __init__(self, files, y, idx): self.files, self.y, self.idx = files, y, idx
-    def __len__(self): return len(self.idx)
-    def __getitem__(self, i): j = int(self.idx[i]); return self.files[j], self.y[j], i
-
 def one_pass(batches,    # a loader, list or iterator of batches
              total=None, # the bar's length; None: len(batches) where it has one
              **kw,       # tqdm's other options: desc, disable, leave
@@ -214,10 +209,18 @@ def one_pass(batches,    # a loader, list or iterator of batches
     if total is None: total = len(batches) if hasattr(batches, '__len__') else None
     return tqdm(iter(batches), total=total, **kw)
 
+# %% ../nbs/01d_loaders.ipynb #33541794
 def quiet_generator(seed:int=0, # seeds the DataLoader's order (when it shuffles) and its workers' base seed
                    ) -> torch.Generator:
     "A seeded generator for a `DataLoader`: without one, every pass draws its workers' base seed from torch's global RNG"
     return torch.Generator().manual_seed(seed)
+
+# %% ../nbs/01d_loaders.ipynb #17f9bc66
+class _FileItems(Dataset):
+    "Items `(image, label, position)` of `files[idx]`"
+    def __init__(self, files, y, idx): self.files, self.y, self.idx = files, y, idx
+    def __len__(self): return len(self.idx)
+    def __getitem__(self, i): j = int(self.idx[i]); return self.files[j], self.y[j], i
 
 class FileLoader(BatchLoader):
     "Batches `(x, y[, tag])` of images decoded by `DataLoader` workers, then augmented, normalised and resized on `device`"
@@ -247,6 +250,7 @@ class FileLoader(BatchLoader):
             xb = prepare_batch(xb.to(self.device, non_blocking=True), self.augment, self.gen, self.mean, self.std, self.size, cuda)
             yield self.batch(xb, yb.to(self.device, non_blocking=True), order[pos], self.device)
 
+# %% ../nbs/01d_loaders.ipynb #62f6064c
 @dataclass
 class FileSplit(IndexSplit):
     "One set of a dataset on disk (`idx` into `files`, `y`), streamed to `device` batch by batch"
@@ -318,6 +322,7 @@ class TaggedDataset(Dataset):
     def __len__(self): return len(self.dataset)
     def __getitem__(self, i): x, y = self.dataset[i][:2]; return x, y, self.tags[i]
 
+# %% ../nbs/01d_loaders.ipynb #a8a4e6d7
 def dataset_tensors(ds # a map-style Dataset
                    ) -> tuple: # (x, y, idx): the dataset's items are (x[idx[i]], y[idx[i]]); None when they are not rows of tensors
     "The tensors under a `TensorDataset`, or a `Subset`, `random_split` or `ConcatDataset` over such (parts of one dataset share its tensors)"
@@ -333,6 +338,22 @@ def dataset_tensors(ds # a map-style Dataset
         return x, y, np.arange(len(x))
     return None
 
+# %% ../nbs/01d_loaders.ipynb #2be03c53
+def dataset_labels(ds,             # a map-style Dataset of (x, y, ...) items
+                   read:bool=True, # False: None where the labels could only be had by reading every item
+                  ) -> torch.Tensor: # every item's label, in order (CPU, int64)
+    "Labels of `ds`, from its label tensor, `targets`, a Subset's indices or a ConcatDataset's parts where it has them; else read item by item"
+    if (t := dataset_tensors(ds)) is not None: return t[1][torch.as_tensor(t[2])].long().cpu()
+    if isinstance(ds, Subset):
+        lab = dataset_labels(ds.dataset, read)
+        return None if lab is None else lab[torch.as_tensor(np.asarray(ds.indices, dtype=np.int64))]
+    if isinstance(ds, ConcatDataset):
+        parts = [dataset_labels(d, read) for d in ds.datasets]
+        return None if any(p is None for p in parts) else torch.cat(parts)
+    if getattr(ds, 'targets', None) is not None and len(ds.targets) == len(ds): return torch.as_tensor(np.asarray(ds.targets)).long()
+    return torch.as_tensor([int(ds[i][1]) for i in range(len(ds))]) if read else None
+
+# %% ../nbs/01d_loaders.ipynb #c336899f
 def _base_of(ds):
     "(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, or what its `view_of()` names, the positions of `ds`'s items in it)"
     if isinstance(ds, Subset):
@@ -349,20 +370,22 @@ def _origin(ds) -> tuple:
     try: return weakref.ref(base), pos
     except TypeError: return None
 
-def dataset_labels(ds,             # a map-style Dataset of (x, y, ...) items
-                   read:bool=True, # False: None where the labels could only be had by reading every item
-                  ) -> torch.Tensor: # every item's label, in order (CPU, int64)
-    "Labels of `ds`, from its label tensor, `targets`, a Subset's indices or a ConcatDataset's parts where it has them; else read item by item"
-    if (t := dataset_tensors(ds)) is not None: return t[1][torch.as_tensor(t[2])].long().cpu()
-    if isinstance(ds, Subset):
-        lab = dataset_labels(ds.dataset, read)
-        return None if lab is None else lab[torch.as_tensor(np.asarray(ds.indices, dtype=np.int64))]
-    if isinstance(ds, ConcatDataset):
-        parts = [dataset_labels(d, read) for d in ds.datasets]
-        return None if any(p is None for p in parts) else torch.cat(parts)
-    if getattr(ds, 'targets', None) is not None and len(ds.targets) == len(ds): return torch.as_tensor(np.asarray(ds.targets)).long()
-    return torch.as_tensor([int(ds[i][1]) for i in range(len(ds))]) if read else None
+# %% ../nbs/01d_loaders.ipynb #2ca42e72
+def seed_host(seed:int # seeds torch's CPU generator, numpy's and Python's global random streams
+             ):
+    "Seed the host's global random streams (the CUDA streams are not touched)"
+    torch.random.default_generator.manual_seed(seed); np.random.seed(seed % 2**32); random.seed(seed)
 
+@contextmanager
+def seeded(seed:int=None # seeds the host's random streams inside the block; None: left as they are
+          ):
+    "Run a block under `seed` in the host's global random streams, restored after it (the CUDA streams are not touched)"
+    state = torch.get_rng_state(), np.random.get_state(), random.getstate()   # numpy's: about 0.1 ms to save and restore
+    if seed is not None: seed_host(seed)
+    try: yield
+    finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
+
+# %% ../nbs/01d_loaders.ipynb #59bc6378
 PROBE_SEEDS = (0, 1, 2, 3)   # their first draws fall on both sides of 1/2 in torch's, numpy's and Python's streams (seeds 1 and 2 alone do not in torch's)
 RANDOM_OPS = ('Random', 'ColorJitter', 'AutoAugment', 'AugMix', 'TrivialAugment', 'ElasticTransform', 'GaussianBlur', 'Mixup', 'CutMix')
 
@@ -382,20 +405,7 @@ def random_transform(ds,            # a map-style Dataset
         if any(r.shape != reads[0].shape or not torch.equal(r, reads[0]) for r in reads[1:]): return True
     return False
 
-def seed_host(seed:int # seeds torch's CPU generator, numpy's and Python's global random streams
-             ):
-    "Seed the host's global random streams (the CUDA streams are not touched)"
-    torch.random.default_generator.manual_seed(seed); np.random.seed(seed % 2**32); random.seed(seed)
-
-@contextmanager
-def seeded(seed:int=None # seeds the host's random streams inside the block; None: left as they are
-          ):
-    "Run a block under `seed` in the host's global random streams, restored after it (the CUDA streams are not touched)"
-    state = torch.get_rng_state(), np.random.get_state(), random.getstate()   # numpy's: about 0.1 ms to save and restore
-    if seed is not None: seed_host(seed)
-    try: yield
-    finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
-
+# %% ../nbs/01d_loaders.ipynb #43aecdc0
 class FixedDraws(Dataset):
     "Items of `dataset`, each read under a random state fixed by its index: a random transform draws every item the same way in every pass"
     def __init__(self,
@@ -411,6 +421,7 @@ class FixedDraws(Dataset):
             for i in idx: seed_host(self.seed*1_000_003 + int(i)); out.append(self.dataset[int(i)])
         return out
 
+# %% ../nbs/01d_loaders.ipynb #37d24d56
 class MemoryLoader(BatchLoader):
     "Batches `(x, y[, tag])` of `x[idx]` as stored (a practitioner's tensors: their own normalisation, no augmentation), on `x`'s device"
     def __init__(self,
@@ -431,6 +442,7 @@ class MemoryLoader(BatchLoader):
             sel = order[i:i+self.batch_size]; ix = self.idx[sel].to(self.x.device)
             yield self.batch(self.x[ix], self.y[ix], sel, self.x.device)
 
+# %% ../nbs/01d_loaders.ipynb #9b964721
 @dataclass
 class MemorySplit(IndexSplit):
     "Items held as tensors: a practitioner's `TensorDataset` (or parts of it), or a `Dataset` read once into memory; batched by slicing"
@@ -464,6 +476,69 @@ class MemorySplit(IndexSplit):
         origin = (self.origin[0], np.concatenate([np.asarray(s.origin[1])[np.asarray(s.idx)] for s in (self, other)])) if same else None
         return MemorySplit(x, y, np.arange(len(x)), origin)
 
+# %% ../nbs/01d_loaders.ipynb #c3a9e5d2
+class WorkersWarning(UserWarning):
+    "DataLoader workers were turned off: a spawned worker could not load the dataset"
+    def __init__(self, msg:str): # names the dataset, what a worker could not load, and the fix
+        super().__init__(msg)
+
+class _Globals(pickle.Pickler):
+    "A pickler that writes nothing and notes every class and function the pickle would name (tensors and arrays: their type only, not their data)"
+    def __init__(self):
+        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL); self.names = set()
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            self.names.add((getattr(obj, '__module__', None), getattr(obj, '__qualname__', repr(obj))))
+        elif isinstance(obj, (torch.Tensor, np.ndarray)): return type(obj), ()   # the type is named; the data is skipped
+        return NotImplemented
+
+# %% ../nbs/01d_loaders.ipynb #ecfc3cc7
+def _main_defines(name:str) -> bool:
+    "Whether a process spawned from this one defines `name` at the top of its `__main__`: a script's (or `-m` module's) top-level definition; never a notebook's, `-c`'s or stdin's"
+    main = sys.modules.get('__main__'); spec = getattr(main, '__spec__', None)
+    path = getattr(spec, 'origin', None) or getattr(main, '__file__', None)
+    if not path or not os.path.isfile(path) or hasattr(sys, 'ps1'): return False
+    try: tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError, ValueError): return False
+    top = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    top |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    return name.split('.')[0] in top
+
+# %% ../nbs/01d_loaders.ipynb #78d7c31e
+_SPAWNABLE = weakref.WeakKeyDictionary()   # Dataset -> why spawned workers cannot load it ('' when they can)
+
+def unspawnable(ds, # a Dataset a DataLoader would send to its workers
+               ) -> str: # why a worker started by spawn or forkserver could not load it; '' when it could
+    "Why `ds` cannot reach a spawned DataLoader worker: it cannot be pickled, or it names a class or function of `__main__` the worker does not define"
+    try: return _SPAWNABLE[ds]
+    except (KeyError, TypeError): pass
+    p = _Globals()
+    try: p.dump(ds); why = ''
+    except Exception as e: why = f"it cannot be pickled ({type(e).__name__}: {e})"
+    if not why:
+        bad = sorted(q for m, q in p.names if m == '__main__' and not _main_defines(q))
+        if bad: why = (f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} defined in __main__ (a notebook, or code run by `python -c`), "
+                       "which a spawned worker does not run")
+    try: _SPAWNABLE[ds] = why
+    except TypeError: pass
+    return why
+
+# %% ../nbs/01d_loaders.ipynb #da4f9374
+def start_method() -> str:
+    "The start method of new processes: the one set, else the platform's default ('fork' on Linux, 'spawn' on macOS and Windows)"
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
+
+def spawn_safe(ds,              # the Dataset the DataLoader reads
+               num_workers:int, # the workers asked for
+               method:str=None, # how the workers start; None: start_method()
+              ) -> int:         # num_workers, or 0 where they could not load ds
+    "`num_workers`, or 0 with a `WorkersWarning` where workers are not forked and could not load `ds` (see `unspawnable`)"
+    if not num_workers or (method := method or start_method()) == 'fork' or not (why := unspawnable(ds)): return num_workers
+    warnings.warn(f"{type(ds).__name__} is read without DataLoader workers: workers started by {method!r} unpickle it, and {why}. "
+                  "Define its classes and transforms in a module (a .py file it imports) to read it with workers.", WorkersWarning, stacklevel=3)
+    return 0
+
+# %% ../nbs/01d_loaders.ipynb #320b2409
 def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) items with tensor-like x
                      budget_gb:float=4., # the most memory its inputs may take; over it: None
                      progress:bool=True, # show a progress bar over the one pass
@@ -480,6 +555,29 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
     if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
     return MemorySplit(x, y, np.arange(len(ds)))
 
+# %% ../nbs/01d_loaders.ipynb #d8ab84e8
+_READ = weakref.WeakKeyDictionary()   # Dataset -> {mode: (its fingerprint, the MemorySplit read from it)}: each Dataset is read once
+
+def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items with tensor-like x
+              budget_gb:float=4.,   # the most memory its inputs may take
+              progress:bool=True,   # show a progress bar while reading it
+              num_workers:int=None, # DataLoader workers of the pass
+              mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
+              read:bool=True,       # False: only an earlier read (None when there is none)
+             ) -> MemorySplit:      # or None when it does not fit the budget
+    "`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
+    view = FixedDraws(ds) if mode == 'fixed' else ds
+    key = (len(ds), repr(getattr(ds, 'transform', None)))
+    try: hits = _READ.setdefault(ds, {})
+    except TypeError: hits = {}      # a Dataset that cannot be a weak dictionary key: read every time
+    hit = hits.get(mode)
+    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].x[0]): return hit[1]
+    if not read: return None
+    m = read_into_memory(view, budget_gb, progress, num_workers, f'{type(ds).__name__} (one draw per item)' if mode == 'fixed' else None)
+    if m is not None: m = dataclasses.replace(m, origin=_origin(ds)); hits[mode] = (key, m)
+    return m
+
+# %% ../nbs/01d_loaders.ipynb #ab6e5a33
 @dataclass
 class DatasetSplit(Split):
     "A split over any map-style `torch` `Dataset` of `(x, y)` items, streamed by a `DataLoader`; a random one is evaluated on one fixed draw per item"
@@ -519,112 +617,6 @@ class DatasetSplit(Split):
         "Concatenation of the two datasets (random when either is)"
         return dataclasses.replace(self, dataset=ConcatDataset([self.dataset, other.dataset]), random=self.random or other.random)
 
-_READ = weakref.WeakKeyDictionary()   # Dataset -> {mode: (its fingerprint, the MemorySplit read from it)}: each Dataset is read once
-
-def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items with tensor-like x
-              budget_gb:float=4.,   # the most memory its inputs may take
-              progress:bool=True,   # show a progress bar while reading it
-              num_workers:int=None, # DataLoader workers of the pass
-              mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
-              read:bool=True,       # False: only an earlier read (None when there is none)
-             ) -> MemorySplit:      # or None when it does not fit the budget
-    "`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
-    view = FixedDraws(ds) if mode == 'fixed' else ds
-    key = (len(ds), repr(getattr(ds, 'transform', None)))
-    try: hits = _READ.setdefault(ds, {})
-    except TypeError: hits = {}      # a Dataset that cannot be a weak dictionary key: read every time
-    hit = hits.get(mode)
-    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].x[0]): return hit[1]
-    if not read: return None
-    m = read_into_memory(view, budget_gb, progress, num_workers, f'{type(ds).__name__} (one draw per item)' if mode == 'fixed' else None)
-    if m is not None: m = dataclasses.replace(m, origin=_origin(ds)); hits[mode] = (key, m)
-    return m
-
-def as_split(data,               # a Split, a torch Dataset or a DataLoader
-             cache='auto',       # 'auto': read a Dataset into memory when it fits and is not random; True: even when random; False: stream it
-             budget_gb:float=4., # the most memory a Dataset read into memory may take
-             progress:bool=True, # show a progress bar while reading a Dataset into memory
-             what:str='data',    # how an error message names it, e.g. 'the forget set'
-            ):
-    "A split from a split, a `Dataset` or a `DataLoader`: tensors sliced in place, a Dataset read once into memory, or a stream"
-    if isinstance(data, Split): return data
-    return split_of(*user_dataset(data, what), cache, budget_gb, progress)
-
-def split_of(ds,                 # a map-style Dataset that user_dataset has checked
-             workers=None,       # the DataLoader workers it came with (None: default_workers)
-             cache='auto',       # as in as_split
-             budget_gb:float=4., # as in as_split
-             progress:bool=True, # as in as_split
-            ):
-    "`as_split` of a Dataset already checked by `user_dataset`"
-    if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
-    if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
-    if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
-    if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m   # read before, when it was not random: no probe
-    rnd = random_transform(ds)
-    if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
-    return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
-
-# %% ../nbs/01d_loaders.ipynb #c3a9e5d2
-class WorkersWarning(UserWarning):
-    "DataLoader workers were turned off: a spawned worker could not load the dataset"
-    def __init__(self, msg:str): # names the dataset, what a worker could not load, and the fix
-        super().__init__(msg)
-
-class _Globals(pickle.Pickler):
-    "A pickler that writes nothing and notes every class and function the pickle would name (tensors and arrays: their type only, not their data)"
-    def __init__(self):
-        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL); self.names = set()
-    def reducer_override(self, obj):
-        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
-            self.names.add((getattr(obj, '__module__', None), getattr(obj, '__qualname__', repr(obj))))
-        elif isinstance(obj, (torch.Tensor, np.ndarray)): return type(obj), ()   # the type is named; the data is skipped
-        return NotImplemented
-
-def _main_defines(name:str) -> bool:
-    "Whether a process spawned from this one defines `name` at the top of its `__main__`: a script's (or `-m` module's) top-level definition; never a notebook's, `-c`'s or stdin's"
-    main = sys.modules.get('__main__'); spec = getattr(main, '__spec__', None)
-    path = getattr(spec, 'origin', None) or getattr(main, '__file__', None)
-    if not path or not os.path.isfile(path) or hasattr(sys, 'ps1'): return False
-    try: tree = ast.parse(Path(path).read_text())
-    except (OSError, SyntaxError, ValueError): return False
-    top = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
-    top |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    return name.split('.')[0] in top
-
-_SPAWNABLE = weakref.WeakKeyDictionary()   # Dataset -> why spawned workers cannot load it ('' when they can)
-
-def unspawnable(ds, # a Dataset a DataLoader would send to its workers
-               ) -> str: # why a worker started by spawn or forkserver could not load it; '' when it could
-    "Why `ds` cannot reach a spawned DataLoader worker: it cannot be pickled, or it names a class or function of `__main__` the worker does not define"
-    try: return _SPAWNABLE[ds]
-    except (KeyError, TypeError): pass
-    p = _Globals()
-    try: p.dump(ds); why = ''
-    except Exception as e: why = f"it cannot be pickled ({type(e).__name__}: {e})"
-    if not why:
-        bad = sorted(q for m, q in p.names if m == '__main__' and not _main_defines(q))
-        if bad: why = (f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} defined in __main__ (a notebook, or code run by `python -c`), "
-                       "which a spawned worker does not run")
-    try: _SPAWNABLE[ds] = why
-    except TypeError: pass
-    return why
-
-def start_method() -> str:
-    "The start method of new processes: the one set, else the platform's default ('fork' on Linux, 'spawn' on macOS and Windows)"
-    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
-
-def spawn_safe(ds,              # the Dataset the DataLoader reads
-               num_workers:int, # the workers asked for
-               method:str=None, # how the workers start; None: start_method()
-              ) -> int:         # num_workers, or 0 where they could not load ds
-    "`num_workers`, or 0 with a `WorkersWarning` where workers are not forked and could not load `ds` (see `unspawnable`)"
-    if not num_workers or (method := method or start_method()) == 'fork' or not (why := unspawnable(ds)): return num_workers
-    warnings.warn(f"{type(ds).__name__} is read without DataLoader workers: workers started by {method!r} unpickle it, and {why}. "
-                  "Define its classes and transforms in a module (a .py file it imports) to read it with workers.", WorkersWarning, stacklevel=3)
-    return 0
-
-
 # %% ../nbs/01d_loaders.ipynb #3c605839
 def _check_class_indices(y, what:str, per_item:bool):
     "Refuse `y` (a label tensor, or one item's label) unless it holds class indices"
@@ -635,6 +627,7 @@ def _check_class_indices(y, what:str, per_item:bool):
         raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} {got}: "
                          "one-hot or soft labels? pass their argmax")
 
+# %% ../nbs/01d_loaders.ipynb #c1926ce1
 def _hf_wrapped(data, what:str):
     "`data` with each Hugging Face `datasets.Dataset` in it (itself, or under a torch Subset or ConcatDataset) read through `hf_dataset`"
     kind = hf_kind(data)
@@ -647,6 +640,7 @@ def _hf_wrapped(data, what:str):
         if any(a is not b for a, b in zip(parts, data.datasets)): return ConcatDataset(parts)
     return data
 
+# %% ../nbs/01d_loaders.ipynb #2c11f2fa
 def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging Face datasets.Dataset
                  what:str='data', # how an error message names it, e.g. 'the forget set'
                 ) -> tuple:       # (the map-style Dataset whose items are read, the DataLoader's num_workers or None)
@@ -685,6 +679,32 @@ def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging 
     _check_class_indices(y, what, per_item=t is None)
     return data, workers
 
+# %% ../nbs/01d_loaders.ipynb #bec724ea
+def as_split(data,               # a Split, a torch Dataset or a DataLoader
+             cache='auto',       # 'auto': read a Dataset into memory when it fits and is not random; True: even when random; False: stream it
+             budget_gb:float=4., # the most memory a Dataset read into memory may take
+             progress:bool=True, # show a progress bar while reading a Dataset into memory
+             what:str='data',    # how an error message names it, e.g. 'the forget set'
+            ):
+    "A split from a split, a `Dataset` or a `DataLoader`: tensors sliced in place, a Dataset read once into memory, or a stream"
+    if isinstance(data, Split): return data
+    return split_of(*user_dataset(data, what), cache, budget_gb, progress)
+
+def split_of(ds,                 # a map-style Dataset that user_dataset has checked
+             workers=None,       # the DataLoader workers it came with (None: default_workers)
+             cache='auto',       # as in as_split
+             budget_gb:float=4., # as in as_split
+             progress:bool=True, # as in as_split
+            ):
+    "`as_split` of a Dataset already checked by `user_dataset`"
+    if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
+    if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
+    if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
+    if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m   # read before, when it was not random: no probe
+    rnd = random_transform(ds)
+    if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
+    return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
+
 def as_splits(sets:dict, # name -> a split, Dataset, DataLoader or None
               **kwargs,  # passed to as_split
              ) -> dict:  # name -> split (None stays None)
@@ -708,6 +728,23 @@ def item_index(s, # a split
     if isinstance(s, DatasetSplit): return _base_of(s.dataset)
     return None
 
+# %% ../nbs/01d_loaders.ipynb #b3975a47
+def _hash_rows(x, y, pos, chunk:int=4096) -> np.ndarray:
+    "Digests of the rows `x[pos]` (their bytes) with their labels `y[pos]`: SHA-256, cut to 16 bytes; `pos` ascending"
+    out = []
+    for i in range(0, len(pos), chunk):
+        p = pos[i:i+chunk]
+        xb = x[int(p[0]):int(p[-1]) + 1] if p[-1] - p[0] + 1 == len(p) else x[torch.as_tensor(p).to(x.device)]   # a run of positions: a view
+        rows = xb.cpu().contiguous().reshape(len(p), -1).view(torch.uint8).numpy()
+        ys = y[torch.as_tensor(p).to(y.device)].long().cpu().numpy().astype('<i8').tobytes()
+        for j, r in enumerate(rows): h = hashlib.sha256(r); h.update(ys[8*j:8*j + 8]); out.append(h.digest()[:16])
+    return np.frombuffer(b''.join(out), 'V16')
+
+def _hash_keys(keys) -> np.ndarray:
+    "Digests of `keys` (strings): SHA-256, cut to 16 bytes"
+    return np.frombuffer(b''.join(hashlib.sha256(k.encode()).digest()[:16] for k in keys), 'V16')
+
+# %% ../nbs/01d_loaders.ipynb #c52c9f19
 _DIGESTS = {}   # (id(owner), id(labels)) -> (weak references to both, digest per item, which are computed): each item hashed once
 
 def _digests(owner,      # what the items belong to: a tensor, an ImageFiles, a Dataset
@@ -725,21 +762,7 @@ def _digests(owner,      # what the items belong to: a tensor, an ImageFiles, a 
     if len(todo): dig[todo], done[todo] = fn(todo), True
     return dig[pos]
 
-def _hash_rows(x, y, pos, chunk:int=4096) -> np.ndarray:
-    "Digests of the rows `x[pos]` (their bytes) with their labels `y[pos]`: SHA-256, cut to 16 bytes; `pos` ascending"
-    out = []
-    for i in range(0, len(pos), chunk):
-        p = pos[i:i+chunk]
-        xb = x[int(p[0]):int(p[-1]) + 1] if p[-1] - p[0] + 1 == len(p) else x[torch.as_tensor(p).to(x.device)]   # a run of positions: a view
-        rows = xb.cpu().contiguous().reshape(len(p), -1).view(torch.uint8).numpy()
-        ys = y[torch.as_tensor(p).to(y.device)].long().cpu().numpy().astype('<i8').tobytes()
-        for j, r in enumerate(rows): h = hashlib.sha256(r); h.update(ys[8*j:8*j + 8]); out.append(h.digest()[:16])
-    return np.frombuffer(b''.join(out), 'V16')
-
-def _hash_keys(keys) -> np.ndarray:
-    "Digests of `keys` (strings): SHA-256, cut to 16 bytes"
-    return np.frombuffer(b''.join(hashlib.sha256(k.encode()).digest()[:16] for k in keys), 'V16')
-
+# %% ../nbs/01d_loaders.ipynb #11c4ec24
 def item_digests(s, # a split
                 ) -> tuple: # (kind, one 16-byte digest per item); None where the items are not at hand without reading the data again
     "What each item of a split is, as a digest comparable between splits of one `kind`: 'items <dtype> <shape>' (the input tensor and label), 'files' (the image file and label), 'raw <class>' (a torchvision dataset's stored image and label)"
@@ -757,7 +780,6 @@ def item_digests(s, # a split
             x, y = torch.as_tensor(data), torch.as_tensor(np.asarray(targets))
             return f'raw {type(base).__name__}', _digests(base, len(base), pos, lambda p: _hash_rows(x, y, p))
     return None
-
 
 # %% ../nbs/01d_loaders.ipynb #a7c3b9e6
 _WHY = dict(forget_retain="an item cannot be forgotten and retained at once",
@@ -805,6 +827,7 @@ def _head(s, n:int=2):
     elif isinstance(s, DatasetSplit): s = dataclasses.replace(s, dataset=Subset(s.dataset, list(range(k))), num_workers=0, progress=False)
     return next(iter(s.loader(k)))
 
+# %% ../nbs/01d_loaders.ipynb #06254fed
 def _cheap_labels(s) -> torch.Tensor:
     "A split's labels where they are at hand without decoding its items; None where they are not (a streamed dataset without `targets`)"
     if isinstance(s, IndexSplit): return s.labels
@@ -816,12 +839,13 @@ def _outside(lab, k:int) -> str:
     bad = lab[(lab < 0) | (lab >= k)]
     return f"{len(bad)} label{'s'[:len(bad) != 1]} outside [0, {k}), from {int(bad.min())} to {int(bad.max())}" if len(bad) else ''
 
+# %% ../nbs/01d_loaders.ipynb #c4270b08
 def check_model_fits(model:torch.nn.Module,  # the classifier the sets are for; left as it was (mode, weights, BatchNorm statistics)
                      sets:dict,         # name -> split or None
                      num_classes:int=None, # the number of classes; None: the width of the model's output
                     ) -> int:           # the number of classes the labels were checked against
     "Refuse sets whose inputs `model` cannot take (one forward pass of two items per set, eval mode, no gradient) or whose labels it has no output for"
-    from lotus_nb.training import autocast, model_device
+    from lotus_nb.device import autocast, model_device
     dev, modes, heads = model_device(model), [(m, m.training) for m in model.modules()], {}
     with seeded(), torch.random.fork_rng(devices=[dev] if dev.type == 'cuda' else []), torch.no_grad():   # the caller's random streams stay
         model.eval()
@@ -853,7 +877,6 @@ def check_model_fits(model:torch.nn.Module,  # the classifier the sets are for; 
                              "are these the labels the model was trained with?")
     return k
 
-
 # %% ../nbs/01d_loaders.ipynb #e1a7f3c0
 class MemorisationWarning(SetsWarning):
     "The original model does not tell the forget set from unseen data: there is nothing specific to the forget set to unlearn"
@@ -868,6 +891,7 @@ def fit_stats(logits:torch.Tensor, # n x K logits of a model on a set
     n = len(y); se = lambda v: float(v.std(unbiased=True)/math.sqrt(n)) if n > 1 else math.inf
     return dict(acc=float(ok.mean()), acc_se=se(ok), loss=float(ce.mean()), loss_se=se(ce), n=n)
 
+# %% ../nbs/01d_loaders.ipynb #304cd6a1
 def memorisation_warning(model:torch.nn.Module, # f_orig
                          forget,           # D_f: a split, Dataset or DataLoader
                          unseen,           # D_u: the same kinds
@@ -877,7 +901,7 @@ def memorisation_warning(model:torch.nn.Module, # f_orig
                          outputs:dict=None, # {'forget': (logits, y), 'unseen': (logits, y)} already computed (by predict); None: computed here
                         ) -> dict:         # the two sets' fit_stats and 'tells': whether the model tells them apart
     "Warn (`MemorisationWarning`) when `model` fits `forget` no better than `unseen`: accuracy and mean loss both within tolerance of the unseen set's"
-    from lotus_nb.training import predict
+    from lotus_nb.loops import predict
     outputs = outputs or {k: predict(model, s) for k, s in (('forget', forget), ('unseen', unseen))}
     f, u = (fit_stats(*outputs[k]) for k in ('forget', 'unseen'))
     acc_gap, loss_gap = f['acc'] - u['acc'], u['loss'] - f['loss']
@@ -891,4 +915,3 @@ def memorisation_warning(model:torch.nn.Module, # f_orig
                       f"stays about 1 (exp({alpha:g} x {acc_gap:+.3f}) = {math.exp(alpha*acc_gap):.2f}), and the Avg Gap against a retrained model "
                       f"will be small for any method, the original model's included.", MemorisationWarning, stacklevel=2)
     return dict(forget=f, unseen=u, tells=tells)
-

@@ -95,7 +95,7 @@ class LotusConfig(MethodConfig):
                                         epochs=Range(1, 20), alpha=Range(0.5, 32., log=True)) # the paper searched alpha in {2, 4, 8, 16}
 
 # %% ../nbs/05_lotus.ipynb #23e1e96b
-@register_method('lotus', LotusConfig, display='LoTUS', order=10)
+@register_method('lotus', LotusConfig, display='LoTUS', order=10, paper=True)
 def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting point (left unchanged)
           task:UnlearnTask,     # the forget, retain and unseen sets
           cfg:LotusConfig,      # hyperparameters

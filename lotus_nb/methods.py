@@ -8,17 +8,19 @@ import copy, dataclasses, logging
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
-from .data import check_choice, check_fraction, check_seed
+from .checks import check_choice, check_fraction, check_seed
 from .loaders import as_split, as_splits, MemorySplit, check_disjoint, check_model_fits
-from .training import Timer, set_seed, model_device, autocast
+from .device import Timer, set_seed, model_device, autocast
+
+from .toolbox import (student_of, frozen, make_optimizer, with_tags, num_classes_of, cycle, kl_to_targets, grad_sums,
+                              mask_grads)   # the toolbox (its own chapter), handed on with the interface to a method's author
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
            'method_config', 'method_role', 'is_reference', 'role_method', 'display_name', 'ordered_methods',
-           'Unlearned', 'unlearn', 'student_of', 'frozen', 'make_optimizer', 'with_tags', 'num_classes_of', 'demo_task',
-           'cycle', 'kl_to_targets', 'grad_sums', 'mask_grads']
+           'Unlearned', 'unlearn', 'demo_task']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -87,11 +89,12 @@ def register_method(name:str,                 # the name users pass to unlearn
                     config:type=MethodConfig, # its config dataclass
                     display:str=None,         # its column header in the paper's tables (default: the name)
                     role:str='method',        # 'original' or 'gold' (the references: compared with, never ranked), or 'method'
-                    order:float=None):        # its column in the paper's tables; None: after the ordered ones, in registration order
-    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display name, role and order"
+                    order:float=None,         # its column in the paper's tables; None: after the ordered ones, in registration order
+                    paper:bool=False):        # one of the paper's columns (tab:avg_gap and the tables like it); False: ours, or a plugin's
+    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display name, role, order and whether the paper compares it"
     check_choice(role, ROLES, 'role')
     def _inner(f):
-        f.config, f.method_name, f.display, f.role, f.order = config, name, display or name, role, order
+        f.config, f.method_name, f.display, f.role, f.order, f.paper = config, name, display or name, role, order, paper
         METHODS[name] = f; return f
     return _inner
 
@@ -99,9 +102,11 @@ def _rank(name:str) -> tuple:
     f = METHODS[name]; return (f.order is None, f.order or 0, list(METHODS).index(name))
 
 def list_methods(reference:bool=None, # None: all; True: the references only; False: the unlearning methods only
+                 paper:bool=None,     # None: all; True: the paper's columns only (registered with paper=True); False: the others
                 ) -> list:
     "Registered method names in the paper's column order (their `order`, then registration order)"
-    return sorted((m for m, f in METHODS.items() if reference is None or (f.role != 'method') == reference), key=_rank)
+    return sorted((m for m, f in METHODS.items() if (reference is None or (f.role != 'method') == reference)
+                   and (paper is None or bool(getattr(f, 'paper', False)) == paper)), key=_rank)
 
 def check_method(name:str, # the method name to check
                 ) -> str:
@@ -181,47 +186,6 @@ def unlearn(name:str,              # a registered method (see list_methods())
     out.record.update(method=name, config=dataclasses.asdict(cfg))
     return out
 
-# %% ../nbs/04_methods.ipynb #0a51db02
-def student_of(model:nn.Module, # the model to copy (left unchanged)
-              ) -> nn.Module:   # a deep copy, every parameter trainable, in train mode
-    "A trainable copy of `model`"
-    s = copy.deepcopy(model)
-    for p in s.parameters(): p.requires_grad_(True)
-    return s.train()
-
-def frozen(model:nn.Module, # the model to copy (left unchanged)
-          ) -> nn.Module:   # a deep copy, no parameter trainable, in eval mode
-    "A frozen copy of `model` in eval mode"
-    t = copy.deepcopy(model).eval()
-    for p in t.parameters(): p.requires_grad_(False)
-    return t
-
-def make_optimizer(params,            # the parameters to optimise
-                   cfg:MethodConfig,  # reads optimizer, lr, momentum (SGD only) and weight_decay
-                  ) -> torch.optim.Optimizer:
-    "The optimiser named by `cfg.optimizer`, with `cfg.lr` and `cfg.weight_decay` (fused on the fast path: `new_optimizer`)"
-    from lotus_nb.training import new_optimizer
-    opt = check_choice(cfg.optimizer, ('sgd', 'adam', 'adamw'), 'optimizer')
-    kw = dict(momentum=cfg.momentum) if opt == 'sgd' else {}
-    return new_optimizer(opt, params, cfg.lr, weight_decay=cfg.weight_decay, **kw)
-
-def with_tags(first,           # a split whose samples get the tag True (LoTUS's and Bad Teacher's $l = 1$)
-              second,          # a split whose samples get the tag False
-              batch_size:int,  # samples per batch, both splits mixed
-              seed:int):       # seeds the shuffling and the augmentation
-    "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"
-    import numpy as np
-    tags = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)]
-    return (first + second).loader(batch_size, train=True, seed=seed, tags=tags)
-
-def num_classes_of(model:nn.Module, # the classifier; its output width is K
-                   task:UnlearnTask,  # task.num_classes wins when set; else one forget batch is run
-                  ) -> int:          # K, the number of classes
-    "`task.num_classes`, or the width of `model`'s output on one forget batch"
-    if task.num_classes is not None: return task.num_classes
-    xb = next(iter(task.forget.loader(2)))[0].to(model_device(model))
-    with torch.no_grad(): return frozen(model)(xb).shape[1]
-
 # %% ../nbs/04_methods.ipynb #b7ed2c92
 def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits' or 'fashionmnist'
               model:str='resnet18_small', # a name create_model knows
@@ -244,44 +208,3 @@ def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits
     set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
     meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None, schedule='cosine', keep='best'), seed=seed, progress=False)
     return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta)
-
-# %% ../nbs/04_methods.ipynb #3197bad7
-def cycle(batches): # a loader (or any re-iterable of batches); empty raises ValueError
-    "Iterate over `batches` for ever, starting a new (reshuffled) pass each time it runs out"
-    while True:
-        n = 0
-        for b in batches: n += 1; yield b
-        if n == 0: raise ValueError("cannot cycle over an empty loader")
-
-def kl_to_targets(student_logits:torch.Tensor, # B x K logits of the student
-                  target_probs:torch.Tensor,   # B x K target distributions
-                  T:float=1.,                  # temperature applied to the student's logits
-                 ) -> torch.Tensor:            # scalar: KL summed over classes, mean over the batch
-    "Batch mean of $\\mathrm{KL}(t \\,\\|\\, \\mathrm{softmax}(s/T))$ in nats, with $0 \\log 0 = 0$"
-    t = target_probs.float()
-    return (torch.special.xlogy(t, t) - t*F.log_softmax(student_logits.float()/T, -1)).sum(-1).mean()
-
-def grad_sums(model:nn.Module,  # put in eval mode; gradients of its trainable parameters are summed
-              batches,          # an iterable of batches (tuples of tensors), e.g. a loader
-              loss_fn,          # loss_fn(batch) -> scalar, on batches moved to the model's device
-              transform=None,   # applied to each batch's gradient before summing; None: the gradient
-             ) -> tuple:        # (dict name -> summed tensor, number of batches)
-    "Per-parameter sums over `batches` of `transform(grad)`, `model` in eval mode; returns `(sums, n_batches)`"
-    model.eval(); dev = model_device(model)
-    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    sums, n = {k: torch.zeros_like(p) for k, p in params.items()}, 0
-    for batch in batches:
-        batch = [b.to(dev, non_blocking=True) for b in batch]
-        with autocast(dev): loss = loss_fn(batch)
-        for (k, _), g in zip(params.items(), torch.autograd.grad(loss, list(params.values()), allow_unused=True)):
-            if g is not None: sums[k] += g if transform is None else transform(g)
-        n += 1
-    return sums, n
-
-def mask_grads(mask:dict): # parameter name -> 0/1 tensor of its shape; parameters not named are left alone
-    "A `grad_hook` for `train_epoch` that multiplies each parameter's gradient by its `mask`"
-    def hook(model:nn.Module):
-        for k, p in model.named_parameters():
-            if p.grad is not None and k in mask: p.grad.mul_(mask[k])
-    hook.graph_safe = True      # in-place device ops only: a CUDA graph of the step may capture it (`train_epoch`'s fast path)
-    return hook

@@ -7,16 +7,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-from .data import check_choice
+from .checks import check_choice
 from .training import predict
 from .loaders import as_splits, check_disjoint, check_model_fits
 
 # %% auto #0
-__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'METRIC_FNS', 'MIA_NONMEMBERS', 'accuracy', 'entropy',
-           'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision',
-           'js_rows', 'js_legacy', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of',
-           'reference_outputs', 'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve',
-           'evaluate']
+__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy', 'mia_entropy',
+           'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision', 'js_rows',
+           'js_legacy', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs',
+           'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -216,10 +215,9 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
     return ref
 
 # %% ../nbs/06_metrics.ipynb #14c59ab6
-from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
-BUILTIN_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'rf_jsd_legacy', 'zrf')
+from .registry import METRIC_FNS, add_metric, builtin_metrics   # the metrics' facts, built-ins included: nbs/00a_registry.ipynb
+BUILTIN_METRICS = tuple(builtin_metrics('evaluate'))   # what evaluate computes itself; Avg Gap and the time are the runner's
 SPLITS = ('forget', 'retain', 'test', 'unseen')
-METRIC_FNS = Registry()
 
 def register_metric(name:str,              # its key in evaluate's result and its results column, e.g. 'conf_forget'
                     fn=None,               # fn(outputs, ref) -> float; outputs: split -> (logits, labels). None: a decorator
@@ -229,16 +227,16 @@ def register_metric(name:str,              # its key in evaluate's result and it
                     digits:int=4,          # decimals in the tables
                     higher_better:bool=False, # the largest value ranks first in the tables
                    ):
-    "Register an extra metric that `evaluate` computes from its one pass per split; returns `fn` (or a decorator)"
+    "Register an extra metric that `evaluate` computes from its one pass per split, beside the built-ins (`add_metric`); returns `fn` (or a decorator)"
     if fn is None: return lambda f: register_metric(name, f, needs, label, scale, digits, higher_better)
-    if name in (*BUILTIN_METRICS, 'avg_gap', 'time_min', 'entropies'): raise ValueError(f"{name!r} is a built-in metric of lotus_nb")
+    if name == 'entropies': raise ValueError("'entropies' is a key of evaluate's result (return_entropies), not a metric name")
     for k in needs: check_choice(k, (*SPLITS, *(f.name for f in dataclasses.fields(Reference))), 'need')
-    fn.metric_name, fn.needs, fn.label, fn.scale, fn.digits, fn.higher_better = name, tuple(needs), label or name, scale, digits, higher_better
-    METRIC_FNS[name] = fn; return fn
+    return add_metric(name, fn, needs, label, scale, digits, higher_better)
 
-def list_metrics() -> list:
-    "The registered extra metrics, in registration order: the columns they add beyond `BUILTIN_METRICS`"
-    return list(METRIC_FNS)
+def list_metrics(builtin:bool=False # False: the registered extras; True: the built-ins; None: all
+                ) -> list:
+    "The metrics in registration order: by default the registered extras, the columns they add beyond the built-ins"
+    return [k for k, f in METRIC_FNS.items() if builtin is None or f.builtin == builtin]
 
 def extra_metrics(logits:dict,  # split -> (logits, labels) of the model scored
                   ref:Reference # the cached reference outputs
@@ -247,7 +245,7 @@ def extra_metrics(logits:dict,  # split -> (logits, labels) of the model scored
     have = lambda k: k in logits if k in SPLITS else getattr(ref, k) is not None
     out = {}
     for name, f in METRIC_FNS.items():
-        if not all(map(have, f.needs)): continue
+        if f.builtin or not all(map(have, f.needs)): continue   # a built-in: evaluate's own pass
         try: out[name] = float(f(logits, ref))
         except Exception as e: raise RuntimeError(f"metric {name!r} ({f.__module__}.{f.__qualname__}) failed: {e}") from e
     return out

@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 import torch, torch.nn as nn
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
-from .data import check_choice, dataset_defaults
+from .data import dataset_defaults
+from .checks import check_choice
 
 # %% auto #0
 __all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'create_model', 'model_arch', 'model_input_size', 'resolve_model',
@@ -25,9 +26,10 @@ MODELS = {}
 def register_model(name:str,             # the name create_model and the configs know the model by
                    arch:str,             # 'resnet' or 'vit': picks per-architecture hyperparameter defaults
                    input_size:int=None,  # image side the model is built for (pixels); None: the dataset's own
-                   pretrained=False):    # the paper's choice: start from pretrained weights
+                   pretrained=False,     # the paper's choice: start from pretrained weights
+                   label:str=None):      # its name in the paper's tables, e.g. 'RN18'; None: its registry name
     "Decorator: register `f(num_classes, in_chans, img_size, pretrained, **kw) -> nn.Module` under `name`"
-    def _inner(f): f.arch, f.input_size, f.pretrained = arch, input_size, pretrained; MODELS[name] = f; return f
+    def _inner(f): f.arch, f.input_size, f.pretrained, f.label = arch, input_size, pretrained, label or name; MODELS[name] = f; return f
     return _inner
 
 def create_model(name:str,            # a registered model name, e.g. 'resnet18', 'vit_b_16'
@@ -146,7 +148,7 @@ class CifarResNet(ResNet):
         super()._load_from_state_dict(state_dict, prefix, *args)
 
 # %% ../nbs/02_models.ipynb #ecfabce5
-@register_model('resnet18', 'resnet')
+@register_model('resnet18', 'resnet', label='RN18')
 def resnet18(num_classes,      # size of the classification head
              in_chans=3,       # image channels
              img_size=32,      # unused: the network takes any image size
@@ -166,7 +168,7 @@ def resnet18_tv(num_classes,      # size of the classification head
     weights = None if not pretrained else hub_state_dict(w.url, f'torchvision {w}') if pretrained is True else read_state_dict(pretrained)
     return CifarResNet(num_classes, in_chans, 64, init='torchvision', weights=weights)
 
-@register_model('resnet18_small', 'resnet')
+@register_model('resnet18_small', 'resnet', label='RN18-small')
 def resnet18_small(num_classes,      # size of the classification head
                    in_chans=3,       # image channels
                    img_size=32,      # unused: the network takes any image size
@@ -293,7 +295,7 @@ def timm_vit(variant:str,    # a timm model name, e.g. VIT_B_16_TIMM
     sd = read_state_dict(file, use_ema=True)                  # read here, weights-only, whatever timm's version would do
     return timm.create_model(variant, pretrained=True, pretrained_cfg_overlay=dict(state_dict=sd), **args)
 
-@register_model('vit_b_16', 'vit', input_size=224, pretrained=True)
+@register_model('vit_b_16', 'vit', input_size=224, pretrained=True, label='ViT')
 def vit_b_16(num_classes,      # size of the new classification head
              in_chans=3,       # image channels
              img_size=224,     # image side in pixels (the paper fine-tunes at 224)
@@ -301,7 +303,7 @@ def vit_b_16(num_classes,      # size of the new classification head
     "ViT-B/16 (timm), ImageNet-pretrained, to fine-tune at 224 px as in the paper"
     return timm_vit(VIT_B_16_TIMM, num_classes, in_chans, img_size, pretrained)
 
-@register_model('vit_small', 'vit')
+@register_model('vit_small', 'vit', label='ViT-small')
 def vit_small(num_classes,      # size of the classification head
               in_chans=3,       # image channels
               img_size=32,      # image side in pixels; sets the patch size img_size//8
@@ -312,7 +314,7 @@ def vit_small(num_classes,      # size of the classification head
                     patch_size=max(1, img_size//8), embed_dim=64, depth=4, num_heads=2)
 
 # %% ../nbs/02_models.ipynb #d70cfd27
-@register_model('vit_b_16_imagenet', 'vit', input_size=224, pretrained=True)
+@register_model('vit_b_16_imagenet', 'vit', input_size=224, pretrained=True, label='ViT')
 def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
                       in_chans=3,       # must be 3
                       img_size=224,     # must be 224

@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, torch
-from .data import ImageData, ImageFiles, register_dataset, find_data, optional_import, path_inside, HOW_TO_GET, log
+from .data import ImageData, ImageFiles, register_dataset, find_data, path_inside, HOW_TO_GET, log
+from .checks import optional_import
 
 # %% auto #0
 __all__ = ['MUFAC_DIR', 'MUFAC_CLASSES', 'MUFAC_FORGET_ROWS', 'MUFAC_CLEAN_SIZES', 'read_mufac_csv', 'image_hashes',
@@ -87,7 +88,9 @@ def clean_mufac(frames:dict, # 'train', 'val', 'test' DataFrames from read_mufac
     return out, report
 
 # %% ../nbs/01h_mufac.ipynb #6417e7ca
-@register_dataset('mufac', model='resnet18', img_size=128, augment='mufac', mean=(0., 0., 0.), std=(1., 1., 1.), in_memory=False)
+@register_dataset('mufac', model='resnet18', img_size=128, augment='mufac', mean=(0., 0., 0.), std=(1., 1., 1.), in_memory=False,
+                  train_images=10_025, heldout_images=3_043, num_classes=8, in_chans=3, label='MUFAC', in_paper=True,   # no stand-in
+                  benchmark_by_arch={'resnet': dict(method_overrides={'unsir': {'batch_size': 64}})})   # reproduce_results.sh:49
 def load_mufac(root=None,     # folder searched first; see data_dirs
                download=True, # unused: MUFAC is downloaded by hand (see HOW_TO_GET)
                forget_rows:int=MUFAC_FORGET_ROWS, # rows of the raw training CSV that form the forget set

@@ -36,7 +36,7 @@ class NegGradConfig(MethodConfig):
     beta: float = 0.95   # retain weight; the authors' large-scale (privacy) experiments used 0.9999
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), beta=Range(0.5, 0.9999))
 
-@register_method('neggrad_plus', NegGradConfig, display='NegGrad+', order=3)
+@register_method('neggrad_plus', NegGradConfig, display='NegGrad+', order=3, paper=True)
 def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchanged)
                  task:UnlearnTask,     # its retain set (one pass per epoch) and forget set (cycled)
                  cfg:NegGradConfig,    # hyperparameters; cfg.beta must lie in [0, 1]

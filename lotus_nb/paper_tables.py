@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, pandas as pd, torch
 import matplotlib.pyplot as plt
-from .experiment import BenchmarkSpec
+from .registry import View
+from .data import DATASETS, dataset_defaults
+from .models import MODELS
+from .benchmark import BenchmarkSpec
 from .report import save_table, render
 from .store import Store, atomic_write
 
@@ -49,14 +52,11 @@ PAPER_BENCHMARKS['tab:avg_gap_supp'] = PAPER_BENCHMARKS['tab:gumbel'] = _ALL(('t
 PAPER_BENCHMARKS['tab:pcc'] = [PB(d, m, p) for m in ('vit_b_16', 'resnet18')
                                for d, p in (('cifar100', .1), ('cifar10', .1), ('mufac', .1), ('cifar100', .5), ('cifar10', .5))]
 PAPER_SEEDS = (3407, 13, 12)
-STAND_INS = {'tinyimagenet': 'fashionmnist', 'cifar100': 'digits', 'cifar10': 'digits', 'imagenet': 'fashionmnist', 'mufac': None,
-             'cifake': None}
+STAND_INS = View(lambda: {d: dataset_defaults(d).stand_in for d in DATASETS if dataset_defaults(d).in_paper})   # registered: register_dataset(in_paper=True, stand_in=...)
 STAND_IN_MODELS = {'resnet18': 'resnet18_small', 'vit_b_16': None, 'vit_b_16_imagenet': 'resnet18_small'}
 STAND_IN_CLASSES = {'pizza': 'Bag', 'beaver': '3'}
 SYNTHETIC_UNSEEN = {'paper': 'cifake', 'embedded': 'synthetic'}   # the synthetic D_u of tab:cifar at each scale
-LABELS = {'tinyimagenet': 'TinyIN', 'cifar100': 'C-100', 'cifar10': 'C-10', 'mufac': 'MUFAC', 'imagenet': 'ImageNet1k',
-          'fashionmnist': 'F-MNIST', 'digits': 'digits', 'vit_b_16': 'ViT', 'vit_b_16_imagenet': 'ViT', 'resnet18': 'RN18',
-          'resnet18_small': 'RN18-small', 'vit_small': 'ViT-small'}
+LABELS = View(lambda: {**{d: dataset_defaults(d).label for d in DATASETS}, **{m: f.label for m, f in MODELS.items()}})   # registered: label=...
 
 # %% ../nbs/22_paper_tables.ipynb #54c796d1
 @dataclass
@@ -82,7 +82,7 @@ def plan_benchmark(pb:PaperBenchmark,     # the paper's benchmark
     if check_scale(scale) == 'paper':
         spec = BenchmarkSpec(pb.dataset, pb.model, pb.forget_pct, forget_class=pb.forget_class, unseen=pb.unseen, data_root=data_root, train_epochs=train_epochs)
         return Planned(spec, pb, f"{LABELS[pb.model]} / {LABELS[pb.dataset]}", False)
-    ds, model = STAND_INS[pb.dataset], STAND_IN_MODELS[pb.model]
+    ds, model = dataset_defaults(pb.dataset).stand_in, STAND_IN_MODELS[pb.model]
     if ds is None or model is None: return None
     unseen = SYNTHETIC_UNSEEN['embedded'] if pb.unseen == SYNTHETIC_UNSEEN['paper'] else pb.unseen
     spec = BenchmarkSpec(ds, model, pb.forget_pct, forget_class=STAND_IN_CLASSES.get(pb.forget_class, pb.forget_class), unseen=unseen,
@@ -94,7 +94,8 @@ def on_datasets(p:Planned,          # a planned benchmark
                ) -> bool:
     "Whether `p` runs on one of `datasets` (its own dataset or the paper's it stands for); None keeps every benchmark"
     if datasets is None: return True
-    from lotus_nb.data import check_choice, DATASETS
+    from lotus_nb.data import DATASETS
+    from lotus_nb.checks import check_choice
     for d in datasets: check_choice(d, DATASETS, 'dataset')
     return p.spec.dataset in datasets or p.paper.dataset in datasets
 
@@ -105,7 +106,7 @@ def plan_table(table:str,             # a paper label in PAPER_BENCHMARKS, e.g. 
                datasets:list=None     # keep the benchmarks on these datasets (stand-ins' or the paper's names); None: all
               ) -> list:
     "The `Planned` benchmarks behind `table` at `scale`, one per distinct spec (a stand-in for several paper benchmarks says so)"
-    from lotus_nb.data import check_choice
+    from lotus_nb.checks import check_choice
     check_choice(table, PAPER_BENCHMARKS, 'table')
     out = []
     for p in (plan_benchmark(pb, scale, data_root, train_epochs) for pb in PAPER_BENCHMARKS[table]):
@@ -119,7 +120,7 @@ def left_out(table:str, # a paper label in PAPER_BENCHMARKS, e.g. 'tab:avg_gap'
              scale:str  # 'embedded' or 'paper' (nothing is left out at paper scale)
             ) -> list:
     "The paper benchmarks of `table` without a stand-in at `scale`"
-    from lotus_nb.data import check_choice
+    from lotus_nb.checks import check_choice
     check_choice(table, PAPER_BENCHMARKS, 'table')
     return [pb for pb in PAPER_BENCHMARKS[table] if plan_benchmark(pb, scale) is None]
 
@@ -164,7 +165,7 @@ def save_artifact(out_dir,                 # the artifacts folder (a results sto
         plt.close(obj)
         if data is not None: _write_json(store.figures/f'{name}.json', data); files['json'] = rel(store.figures/f'{name}.json')
     entry = dict(label=label, caption=caption, files=files, command=command, published=published, missing=missing)
-    _write_json(store.root/'manifest'/f'{name}.json', entry)
+    _write_json(store.manifest/f'{name}.json', entry)
     return entry
 
 def save_missing(out_dir,        # the artifacts folder
@@ -175,14 +176,14 @@ def save_missing(out_dir,        # the artifacts folder
                 ) -> dict:
     "Record that `label` could not be built (its data is absent), with how to get the data"
     entry = dict(label=label, caption=caption, files={}, command=command, published='', missing=missing)
-    _write_json(Path(out_dir)/'manifest'/f'{artifact_name(label)}.json', entry)
+    _write_json(Store(out_dir).manifest/f'{artifact_name(label)}.json', entry)
     return entry
 
 def write_index(out_dir,                                   # the artifacts folder (its manifest/ is read)
                 title:str='Tables and figures of the paper' # the H1 of index.md
                ) -> Path:
     "`{out_dir}/index.md`: every artifact of the manifest, tables first, with its files, caption, command and published values"
-    out = Path(out_dir); entries = [json.loads(p.read_text()) for p in sorted((out/'manifest').glob('*.json'))]
+    out = Path(out_dir); entries = [json.loads(p.read_text()) for p in sorted(Store(out).manifest.glob('*.json'))]
     entries.sort(key=lambda e: (not e['label'].startswith('tab'), e['label']))
     lines = [f'# {title}', '']
     for e in entries:
@@ -222,16 +223,17 @@ def table_benchmarks(parts:dict,       # row label -> the results rows of one be
     return out
 
 # %% ../nbs/22_paper_tables.ipynb #3da2a963
-from .report import PAPER_METHODS, PAPER_ROWS, MISSING, table_paper, table_supp_paper, shape, certainty, CERTAIN_ROWS, SUPP_RANKED
+from .report import paper_methods, PAPER_ROWS, MISSING, table_paper, table_supp_paper, shape, certainty, CERTAIN_ROWS, SUPP_RANKED
+from .methods import role_method, list_methods
 
 SYNTHETIC_COLUMN = ('lotus_synthetic', 'LoTUS (synthetic D_u)')   # tab:cifar's last column: LoTUS, D_u synthetic (CIFAKE)
-PAPER_COLUMNS = {
-    'tab:avg_gap': PAPER_METHODS, 'tab:avg_gap_supp': PAPER_METHODS, 'tab:class': PAPER_METHODS,
-    'tab:cifar': (*PAPER_METHODS, SYNTHETIC_COLUMN[0]),
-    'tab:fifty': ('bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus'),
-    'tab:fifty_supp': ('finetune', 'neggrad_plus', 'random_label', 'lotus'),
-    'tab:imagenet': ('original', *PAPER_METHODS[1:]),
-}
+PAPER_COLUMNS = View(lambda: {   # each table's columns: the registered paper methods (register_method(paper=True)), or the few a table names
+    'tab:avg_gap': paper_methods(), 'tab:avg_gap_supp': paper_methods(), 'tab:class': paper_methods(),
+    'tab:cifar': (*paper_methods(), SYNTHETIC_COLUMN[0]),
+    'tab:fifty': ('bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus'),         # the paper's 50% table prints these six
+    'tab:fifty_supp': ('finetune', 'neggrad_plus', 'random_label', 'lotus'),       # and its supplement these four
+    'tab:imagenet': (role_method('original'), *list_methods(reference=False, paper=True)),   # no Gold Standard: the Original in its place
+})
 
 def block_label(pb:PaperBenchmark, # a benchmark of the paper
                 pct:bool=False      # add the forget percentage (tab:pcc's rows); MUFAC's fixed split has none

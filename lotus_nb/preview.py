@@ -10,21 +10,23 @@ from dataclasses import dataclass, field
 import pandas as pd, torch, torch.nn.functional as F, torchvision
 from urllib.parse import urlparse
 from torch.utils.flop_counter import FlopCounterMode
-from .data import DATASETS, dataset_defaults, load_dataset, HOW_TO_GET, check_choice
-from .training import get_device, autocast, recipe_from
+from .data import DATASETS, dataset_defaults, load_dataset, HOW_TO_GET
+from .checks import check_choice
+from .device import get_device, autocast
+from .training import recipe_from
 from .models import create_model, model_input_size, MODELS, VIT_B_16_TIMM, timm_cached_file
-from .methods import is_reference, method_config
+from .methods import is_reference, method_config, role_method
 from .models import model_arch
 from .store import Store
-from .experiment import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
+from .benchmark import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
 from .grid import plan_grid
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'GPUS', 'MEASURED', 'SIZES', 'data_status', 'with_recipe', 'probe_seconds', 'Measured', 'utilisation',
-           'step_flops', 'gpu_factor', 'target_seconds', 'weights_status', 'Estimate', 'estimate', 'Preview',
-           'preview_grids', 'preview_grid', 'render_preview', 'paper_grids']
+__all__ = ['log', 'GPUS', 'MEASURED', 'data_status', 'with_recipe', 'probe_seconds', 'Measured', 'utilisation', 'step_flops',
+           'gpu_factor', 'target_seconds', 'weights_status', 'Estimate', 'estimate', 'Preview', 'preview_grids',
+           'preview_grid', 'render_preview', 'paper_grids']
 
 # %% ../nbs/20b_preview.ipynb #ca579120
 def data_status(specs # BenchmarkSpecs (resolved or not)
@@ -176,11 +178,6 @@ def weights_status(model:str,     # a registered model name
 
 
 # %% ../nbs/20b_preview.ipynb #2016b0ec
-SIZES = dict(   # official (training, held-out) images, classes, channels, image side: for benchmarks whose data is absent here
-    cifar10=(50_000, 10_000, 10, 3, 32), cifar100=(50_000, 10_000, 100, 3, 32), tinyimagenet=(100_000, 10_000, 200, 3, 64),
-    mufac=(10_025, 3_043, 8, 3, 128), imagenet=(1_281_167, 50_000, 1000, 3, 224), fashionmnist=(60_000, 10_000, 10, 1, 28),
-    digits=(1_437, 360, 10, 1, 8))
-
 @dataclass
 class Estimate:
     "What a benchmark of the grid will cost: its units, rows, trainings, image passes and device-hours"
@@ -199,7 +196,11 @@ def _shape(spec, prep):
     if prep is not None:
         d = prep.data; side = d.x_train.shape[-1] if d.in_memory else dataset_defaults(spec.dataset).img_size
         return len(d.y_train), len(d.y_heldout), d.num_classes, d.in_chans, side
-    n, h, c, ch, side = SIZES[spec.dataset]
+    dd = dataset_defaults(spec.dataset)   # its official sizes, as registered with it (register_dataset)
+    n, h, c, ch, side = dd.train_images, dd.heldout_images, dd.num_classes, dd.in_chans, dd.img_size
+    if None in (n, h, c, ch):
+        raise ValueError(f"{spec.dataset}'s data is absent, and its registration gives no official sizes to count it from "
+                         "(register_dataset's train_images, heldout_images, num_classes, in_chans)")
     dflt = benchmark_defaults(spec.dataset, spec.model)
     ts = dflt['train_size'] if spec.train_size == 'default' else spec.train_size
     img = dflt['img_size'] if spec.img_size == 'default' else spec.img_size
@@ -277,18 +278,23 @@ def preview_grids(grids,                # [(BenchmarkSpecs, methods)]: what each
                   target:str=None,      # the device estimated for: a GPUS key ('h100', 'h200', 'a100'), 'cpu' (a probe on this CPU), None: the device at hand (a probe)
                  ) -> Preview:
     "What the grids would run, whether their data and weights are here, and the device-hours they would take; nothing is trained"
-    from lotus_nb.experiment import check_benchmark, prepare
-    store, want = Store(out_dir, cache_dir), []                  # [(spec, {method: None})]: specs are not hashable
-    for specs, methods in grids:
-        for s in map(resolve_spec, specs):
-            seeds_, ms = check_benchmark(s, seeds, methods, store)
-            if (i := next((i for i, (t, _) in enumerate(want) if t == s), None)) is None: want.append((s, {}))
-            want[-1 if i is None else i][1].update(dict.fromkeys(ms))   # a benchmark in several grids runs the union of their methods
-    data = data_status([s for s, _ in want])
-    here = {(d, None if r == 'default' else r) for d, r, p in zip(data.dataset, data.data_root, data.present) if p}
+    store, want = Store(out_dir, cache_dir), {}   # benchmark key -> (spec, Prepared or None (data absent), {seed: {method: None}})
+    for specs, methods in grids:                 # each planned as run_grid plans it
+        uniq = []                                # a spec given twice in one grid is one benchmark (run_grid refuses it)
+        for sp in map(resolve_spec, specs): uniq += [] if sp in uniq else [sp]
+        plan = plan_grid(uniq, seeds, methods, store, skip_missing=True)
+        for i, pr in enumerate(plan.preps):
+            todo = want.setdefault(pr.key, (pr.spec, pr, {}))[2]
+            for u in plan.units:                 # a benchmark in several grids runs the union of their methods
+                if u.bench == i: todo.setdefault(u.seed, {}).update(dict.fromkeys(u.methods))
+        for k, (s, _) in plan.missing.items():   # absent data: every row is still to run
+            todo = want.setdefault(k, (s, None, {}))[2]
+            for x in plan.seeds: todo.setdefault(x, {}).update(dict.fromkeys(plan.methods))
+    seeds_ = plan.seeds
+    data = data_status([s for s, _, _ in want.values()])
     if target is not None: check_choice(target, [*GPUS, 'cpu'], 'target')
     dev = get_device('cpu' if target == 'cpu' else device)
-    done, seen, probes, rows, models = store.done(), set(), {}, [], {}
+    seen, probes, rows, models = set(), {}, [], {}
     def probe(spec, prep):
         n, held, c, ch, side = _shape(spec, prep); size = model_input_size(spec.model) or side
         if target in GPUS: k = (spec.model, ch, size)
@@ -298,10 +304,8 @@ def preview_grids(grids,                # [(BenchmarkSpecs, methods)]: what each
                          (probe_seconds(spec.model, c, ch, size, k[3], dev), f"probe: {k[3]} images a step on this {dev}"))
         models.setdefault((spec.model, size), dict(model=spec.model, size=size, basis=probes[k][1], weights=weights_status(spec.model, spec.pretrained)))
         return probes[k]
-    for s, ms in want:
-        ok = all((d, s.data_root) in here for d in (s.dataset, s.unseen) if d in DATASETS)
-        ms, prep = list(ms), prepare(s, list(ms)) if ok else None
-        todo = {x: [m for m in ms if prep is None or prep.ident(m, x) not in done] for x in seeds_}
+    for s, prep, todo in want.values():
+        todo = {x: list(ms) for x, ms in todo.items()}
         secs, basis = probe(s, prep)
         rows.append(estimate(s, prep, todo, store, secs, seen, basis.split(':')[0]))
     pv = Preview(pd.DataFrame([r.__dict__ for r in rows]), data, target if target in GPUS else str(dev), models=pd.DataFrame(list(models.values())))
@@ -371,7 +375,7 @@ def paper_grids(scale:str,             # 'embedded' or 'paper'
         focus_p = (plan(['tinyimagenet/resnet18']) or planned)[0]
         sweep_p = (plan(['tinyimagenet/resnet18' if scale == 'paper' else digits[0]]) or planned)[0]
         grids += [('ablation: Gumbel', R(planned), [VARIANT_OF]), ('ablation: softmax', [lotus_variant(s, gumbel=False) for s in R(planned)], [VARIANT_OF]),
-                  ('ablation: alpha', [lotus_variant(s, alpha=a) for a in (2., 4., 8., 16.) for s in R(alpha_p)], ['gold', 'lotus']),
-                  ('ablation: LoTUS + SalUn', R([focus_p]), ['gold', 'lotus', 'lotus_salun']),
+                  ('ablation: alpha', [lotus_variant(s, alpha=a) for a in (2., 4., 8., 16.) for s in R(alpha_p)], [role_method('gold'), VARIANT_OF]),
+                  ('ablation: LoTUS + SalUn', R([focus_p]), [role_method('gold'), VARIANT_OF, 'lotus_salun']),
                   ('ablation: retain sweep', [lotus_variant(s, retain_pct=r) for r in (.1, .3, .5, .9) for s in R([sweep_p])], [VARIANT_OF])]
     return [g for g in grids if g[1]]

@@ -9,12 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn.functional as F
 import matplotlib.pyplot as plt
-from .data import stratified_sample, check_choice, check_fraction, check_seed
+from .data import stratified_sample
+from .checks import check_choice, check_fraction, check_seed
 from .splits import Splits, make_splits, register_split
 from .models import MODELS
-from .training import Recipe, predict
+from .training import Recipe
+from .loops import predict
 from .methods import list_methods, check_method, display_name, is_reference, ordered_methods, role_method
-from .experiment import BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, run_seed, report
+from .benchmark import BenchmarkSpec, Prepared, resolve_spec, prepare, register_arrays
+from .grid import run_grid, find_benchmark
 from .report import summarize, fmt_pm, rank_row, make_table, save_table
 from .store import Store, atomic_write
 
@@ -23,8 +26,8 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'SHADOW_SEED', 'POP_METRICS', 'PRIVACY_ROWS', 'POPULATION_ATTACKS', 'logit_conf', 'shadow_membership',
            'gaussian_lira', 'tpr_at', 'roc', 'ULiRA', 'check_pairs', 'ulira', 'shadow_design', 'shadow_splits',
-           'AuditSetup', 'prepare_audit', 'Audit', 'audit_methods', 'run_audit', 'privacy_means', 'attack_ranks',
-           'table_privacy', 'privacy_verdict', 'plot_roc', 'write_audit']
+           'AuditSetup', 'prepare_audit', 'Audit', 'audit_methods', 'pool_scores', 'run_audit', 'privacy_means',
+           'attack_ranks', 'table_privacy', 'privacy_verdict', 'plot_roc', 'write_audit']
 
 # %% ../nbs/21_privacy.ipynb #c3b78a48
 def logit_conf(logits:torch.Tensor, # n x classes raw outputs z of the model
@@ -194,7 +197,8 @@ def prepare_audit(dataset:str='fashionmnist', # registry name; in-memory dataset
     "The benchmark and shadow design of a privacy audit of `dataset` with `model`, prepared as the experiments prepare theirs"
     check_choice(model, MODELS, 'model'); seed = check_seed(seed); check_fraction(forget_pct, 'forget_pct')
     opts = dict(audit_seed=seed, shadows=shadows, pool_size=pool_size, held_size=held_size)
-    spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, recipe=recipe, data_root=data_root, split='shadow', split_options=opts))
+    spec = resolve_spec(BenchmarkSpec(dataset, model, forget_pct, recipe=recipe, data_root=data_root, split='shadow', split_options=opts,
+                                      arrays=('pool_scores',)))
     if isinstance(shadows, bool) or not isinstance(shadows, int) or shadows < 4 or shadows % 2:
         raise ValueError(f"shadows must be an even integer >= 4 (complementary pairs), got {shadows!r}")
     prep = prepare(spec, list_methods())
@@ -221,24 +225,29 @@ def audit_methods(methods=None, # registry names; None: every unlearning method 
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
     return ordered_methods([check_method(m) for m in methods])
 
+@register_arrays('pool_scores')
+def pool_scores(prep:Prepared, # a benchmark of the 'shadow' split rule (prepare_audit's)
+                ctx,           # the seed's context: its splits on the device
+                model          # the model a method produced
+               ) -> dict: # pool_scores: one score per candidate of the pool
+    "U-LiRA's statistic on every candidate of the audit's pool: `model`'s logit-scaled confidence, stored with the run's record"
+    s = prep.spec; o = s.split_options
+    pool = shadow_design(prep.data.y_train, prep.data.y_heldout, s.forget_pct, o['audit_seed'], o['shadows'], o['pool_size'], o['held_size'])['pool']
+    return dict(pool_scores=logit_conf(*predict(model, ctx.splits['forget'].with_idx(pool))).cpu().numpy())
+
 def run_audit(setup:AuditSetup,           # from prepare_audit
               methods=None,               # registry names; None: every unlearning method plus the Gold Standard
               out_dir='results/privacy',  # the audit's results store (rows, records with the pool scores, checkpoints); a rerun resumes from it
+              executor:str='local',       # the grid's executor: 'local' (this process) or 'ray' (each shadow a Ray task)
               device:str='auto',          # where shadows are trained and unlearned
-              progress:bool=False,        # show per-model progress bars (shadow progress is always logged)
+              progress:bool=False,        # the local executor: per-model progress bars; Ray: a line per finished row
+              **options                   # the executor's other options: threads; ray_address, num_cpus, storage
               ) -> Audit:
-    "Every shadow run as a seed of the audit's benchmark (resumable), then U-LiRA per method; one row per (method, shadow)"
-    prep, store, t0 = setup.prep, Store(out_dir), time.time()
-    seeds, methods = check_benchmark(prep.spec, setup.seeds, audit_methods(methods), store)
-    check_checkpoints(prep, seeds, store)
-    def pool_scores(ctx, model):   # U-LiRA's statistic on every candidate, stored with the run's record
-        return dict(pool_scores=logit_conf(*predict(model, ctx.splits['forget'].with_idx(setup.pool))).cpu().numpy())
-    for k, s in enumerate(seeds):
-        run_seed(prep, s, methods, store, device, progress, extra_arrays=pool_scores)
-        el = time.time() - t0
-        log.info(f"[privacy {setup.dataset}] shadow {k+1}/{setup.shadows} done; {el/60:.1f} min, about {el/(k+1)*(setup.shadows-k-1)/60:.1f} min left")
-    got = report(store, prep, methods, seeds, write=False).results.assign(seed=lambda d: d.seed.astype(int)).set_index(['method', 'seed'])
-    rows, u = [], {}
+    "Every shadow run as a unit of the grid (resumable, on any executor), then U-LiRA per method; one row per (method, shadow)"
+    prep, methods, store = setup.prep, audit_methods(methods), Store(out_dir)
+    res = run_grid([prep.spec], setup.seeds, methods, out_dir, executor, write=False, device=device, progress=progress, **options)
+    got = find_benchmark(res, prep.spec).results.assign(seed=lambda d: d.seed.astype(int)).set_index(['method', 'seed'])
+    rows, u, seeds = [], {}, setup.seeds
     for m in methods:
         u[m] = ulira(np.stack([prep.entropies(store, m, s)['pool_scores'] for s in seeds]), setup.member)
         for k, s in enumerate(seeds):
@@ -344,7 +353,7 @@ def write_audit(audit:Audit, # from run_audit; its tables and figures are filled
                 ) -> Audit:
     "Write the audit's results, privacy table and ROC figure under `out_dir`; returns `audit` with their paths"
     store = Store(out_dir); store.root.mkdir(parents=True, exist_ok=True)
-    atomic_write(store.root/'privacy_results.csv', lambda f: f.write(audit.results.to_csv(index=False).encode()))
+    atomic_write(store.privacy_results, lambda f: f.write(audit.results.to_csv(index=False).encode()))
     audit.tables['privacy'] = table_privacy(audit.results)
     save_table(audit.tables['privacy'], store.tables, 'privacy')
     store.figures.mkdir(exist_ok=True); audit.figures['roc'] = store.figures/'roc.png'

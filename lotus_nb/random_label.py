@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .data import check_choice
+from .checks import check_choice
 from .training import train_epoch, graphable, ce_loss
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               with_tags, num_classes_of)
@@ -50,7 +50,7 @@ class RandomLabelConfig(MethodConfig):
     passes: str = 'sequential' # 'sequential': forget pass then retain pass (the LoTUS authors' code); 'shuffled': both sets mixed
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))
 
-@register_method('random_label', RandomLabelConfig, display='RndLbl', order=4)
+@register_method('random_label', RandomLabelConfig, display='RndLbl', order=4, paper=True)
 def random_label(original:nn.Module,      # f_orig: the starting point (left unchanged)
                  task:UnlearnTask,        # its forget and retain sets
                  cfg:RandomLabelConfig,   # hyperparameters

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib, sys
 
 # %% auto #0
-__all__ = ['load_catalog', 'Registry']
+__all__ = ['METRIC_FNS', 'load_catalog', 'Registry', 'View', 'Metric', 'add_metric', 'builtin_metrics']
 
 # %% ../nbs/00a_registry.ipynb #67d6ba2f
 _CATALOG = {'loaded': False, 'loading': False}
@@ -46,3 +46,69 @@ class Registry(dict):
     def items(self): self._full(); return super().items()
     def get(self, k, default=None): self._full(); return super().get(k, default)
     def copy(self) -> dict: self._full(); return dict(super().items())
+
+# %% ../nbs/00a_registry.ipynb #bd4edce5
+from collections.abc import Mapping
+
+class View(Mapping):
+    "A read-only mapping built from the registries on every read: a table of registered facts, never a copy of them"
+    def __init__(self, build): # build() -> dict: the table, read from the registries as they are now
+        self._build = build
+    def __getitem__(self, k): return self._build()[k]
+    def __iter__(self): return iter(self._build())
+    def __len__(self): return len(self._build())
+    def __repr__(self): return f"View({self._build()!r})"
+
+# %% ../nbs/00a_registry.ipynb #metricreg
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Metric:
+    "A built-in metric's facts, as a registered metric's function carries them: `evaluate` (or the runner) computes it in its own pass"
+    metric_name: str            # its key in evaluate's result and its results column
+    label: str                  # its row label in the tables
+    scale: float = 1.           # factor applied in the tables, e.g. 1e4
+    digits: int = 4             # decimals in the tables
+    higher_better: bool = False # the largest value ranks first in the tables
+    by: str = 'evaluate'        # what computes it: 'evaluate' (one pass per split) or 'runner' (Avg Gap, the time)
+    needs: tuple = ()           # a registered metric's needs; a built-in's are evaluate's own
+    builtin = True              # a lotus_nb metric: it cannot be registered over
+
+METRIC_FNS = Registry()   # name -> Metric (a built-in) or fn (a registered metric), in registration order
+
+def add_metric(name:str,                 # its key in evaluate's result and its results column
+               fn=None,                  # fn(outputs, ref) -> float, which evaluate calls; None: a built-in (a Metric record)
+               needs=(),                 # the splits and reference outputs fn reads
+               label:str=None,           # its row label in the tables (default: the name)
+               scale:float=1.,           # factor applied in the tables
+               digits:int=4,             # decimals in the tables
+               higher_better:bool=False, # the largest value ranks first in the tables
+               by:str='evaluate',        # a built-in's computer: 'evaluate' or 'runner'
+              ):
+    "Register metric `name` in `METRIC_FNS` with its facts; a built-in cannot be registered over; returns the entry"
+    if getattr(dict.get(METRIC_FNS, name), 'builtin', False): raise ValueError(f"{name!r} is a built-in metric of lotus_nb")
+    if fn is None: entry = Metric(name, label or name, scale, digits, higher_better, by, tuple(needs))
+    else:
+        fn.metric_name, fn.needs, fn.label, fn.scale, fn.digits, fn.higher_better = name, tuple(needs), label or name, scale, digits, higher_better
+        fn.by, fn.builtin, entry = 'evaluate', False, fn
+    METRIC_FNS[name] = entry; return entry
+
+def builtin_metrics(by:str=None, # None: every built-in; 'evaluate' or 'runner': those it computes
+                   ) -> list:    # names, in registration order: the results columns every row has
+    "The built-in metrics, read without completing the registry (no catalog, no torch)"
+    return [k for k, v in dict.items(METRIC_FNS) if v.builtin and (by is None or v.by == by)]
+
+add_metric('acc_forget', label='Forget acc')
+add_metric('acc_retain', label='Retain acc')
+add_metric('acc_test', label='Test acc')
+add_metric('acc_unseen', label='Unseen acc')
+add_metric('mia', label='MIA')
+add_metric('mia_loss', label='MIA (loss)')
+add_metric('mia_svc', label='MIA (SVC)')
+add_metric('jsd', label='JSD x1e4', scale=1e4, digits=2)
+add_metric('jsd_legacy', label="JSD x1e4 (authors' formula)", scale=1e4, digits=2)
+add_metric('rf_jsd', label='RF-JSD x1e4', scale=1e4, digits=2)
+add_metric('rf_jsd_legacy', label="RF-JSD x1e4 (authors' formula)", scale=1e4, digits=2)
+add_metric('zrf', label='ZRF')
+add_metric('avg_gap', label='Avg Gap', by='runner')
+add_metric('time_min', label='Time (min.)', digits=2, by='runner')

@@ -8,16 +8,17 @@ from pathlib import Path
 import dataclasses
 import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
-from .metrics import GAP_KEYS, METRIC_FNS
+from .metrics import GAP_KEYS, METRIC_FNS, list_metrics
 from .methods import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
-__all__ = ['MARKUP', 'MAIN_ROWS', 'HIGHER_BETTER', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE',
-           'PAPER_DIGITS', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED', 'CERTAIN_ROWS',
-           'OURS_AVG_GAP', 'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'extra_rows',
-           'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'as_logged', 'paper_aggregate',
-           'rank_ties', 'paper_cell', 'best_of', 'shape', 'table_paper', 'table_supp_paper', 'per_seed', 'certainty',
-           'standing', 'report_tables', 'table_hyperparams', 'save_table', 'plot_tau_trace', 'plot_entropy']
+__all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',
+           'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED', 'CERTAIN_ROWS', 'OURS_AVG_GAP', 'EXTRA_ROWS',
+           'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'metric_row', 'metric_rows', 'higher_better',
+           'extra_rows', 'metric_table', 'table_avg_gap', 'gaps_to_gold', 'table_avg_gap_supp', 'as_logged',
+           'paper_aggregate', 'rank_ties', 'paper_cell', 'paper_methods', 'best_of', 'shape', 'table_paper',
+           'table_supp_paper', 'per_seed', 'certainty', 'standing', 'report_tables', 'table_hyperparams', 'save_table',
+           'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -75,14 +76,29 @@ def render(table:pd.DataFrame, # a make_table table, ranks in attrs['rank']
     return out
 
 # %% ../nbs/07_report.ipynb #166da342
-MAIN_ROWS = {'Avg Gap': ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), 'RF-JSD x1e4': ('rf_jsd', 1e4, 2),
-             'ZRF': ('zrf', 1, 4), 'Time (min.)': ('time_min', 1, 2)}
-HIGHER_BETTER = set()   # metric columns where a larger value ranks first (a registered metric says so itself)
+def _facts(name:str): return dict.get(METRIC_FNS, name) or METRIC_FNS[name]   # a built-in without completing the registry (this module is imported while it completes)
+
+def metric_row(name:str # a registered metric (built-in or not)
+              ) -> tuple: # (column, scale, digits)
+    "A metric's row of a table, as `metric_table` takes it: its column and its registered scale and digits"
+    f = _facts(name); return (name, f.scale, f.digits)
+
+def metric_rows(names # registered metrics, in the table's order
+               ) -> dict: # {label: (column, scale, digits)}
+    "The rows of `names` under their registered labels"
+    return {_facts(n).label: metric_row(n) for n in names}
+
+def higher_better(col:str # a results column; an unregistered one (a gap, a resource) ranks the smallest first
+                 ) -> bool:
+    "Whether the largest value of `col` ranks first: its registered `higher_better`"
+    return bool(getattr(METRIC_FNS.get(col), 'higher_better', False))
+
+MAIN_ROWS = metric_rows(('avg_gap', 'jsd', 'rf_jsd', 'zrf', 'time_min'))   # tab:avg_gap's metrics, under their registered labels
 RESOURCE_ROWS = {'Peak device memory (MiB)': ('peak_mem_mb', 1, 0), 'Peak host memory (MiB)': ('peak_rss_mb', 1, 0)}   # what a run used (rows without it: skipped)
 
 def extra_rows() -> dict: # {label: (column, scale, digits)}
-    "The rows of the metrics registered with `register_metric`, as `metric_table` takes them"
-    return {f.label: (name, f.scale, f.digits) for name, f in METRIC_FNS.items()}
+    "The rows of the metrics registered with `register_metric` (beyond the built-ins), as `metric_table` takes them"
+    return metric_rows(list_metrics())
 
 def metric_table(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
                  rows:dict             # {row label: (column, scale, digits)}; absent or all-NaN columns are skipped
@@ -94,7 +110,7 @@ def metric_table(results:pd.DataFrame, # rows of results.csv of one benchmark: o
         if col not in cols: continue
         cells[label] = {m: fmt_pm(mean.loc[m, col]*scale, std.loc[m, col]*scale, digits) if pd.notna(mean.loc[m, col]) else ''
                         for m in mean.index}
-        ranks[label] = rank_row(mean[col], col in HIGHER_BETTER or col in METRIC_FNS and METRIC_FNS[col].higher_better)
+        ranks[label] = rank_row(mean[col], higher_better(col))
     return make_table(cells, ranks)
 
 def table_avg_gap(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
@@ -104,8 +120,8 @@ def table_avg_gap(results:pd.DataFrame, # rows of results.csv of one benchmark: 
     return metric_table(results, rows or {k: v for k, v in MAIN_ROWS.items() if k != 'ZRF'})
 
 # %% ../nbs/07_report.ipynb #f8ef7214
-SUPP_LABELS = dict(mia='MIA', acc_forget='Forget acc', acc_retain='Retain acc', acc_test='Test acc')
-EXTRA_MIA = dict(mia_loss='MIA (loss)', mia_svc='MIA (SVC)')   # population attacks beyond the paper's (not in Avg Gap)
+SUPP_LABELS = {k: _facts(k).label for k in GAP_KEYS}   # the Avg Gap terms, under their registered labels
+EXTRA_MIA = {k: _facts(k).label for k in ('mia_loss', 'mia_svc')}   # population attacks beyond the paper's (not in Avg Gap)
 
 def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows included (one per seed)
                  keys=GAP_KEYS         # metric columns to compare with f_gold: by default the four Avg Gap terms
@@ -131,7 +147,7 @@ def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows
 LOGGED_DIGITS = {'acc_forget': 2, 'acc_retain': 2, 'acc_test': 2, 'acc_unseen': 2, 'mia': 2,   # helpers/eval.py:32, :364
                  'jsd_legacy': 6, 'rf_jsd_legacy': 6,                                       # helpers/eval.py:185, :165
                  'time_min': 2}                                                             # unlearn.py:196
-PAPER_SCALE = {'jsd_legacy': 1e4, 'rf_jsd_legacy': 1e4}   # results.ipynb cell 0: js and js_proxy x 1e4, before round(2)
+PAPER_SCALE = {c: _facts(c).scale for c in LOGGED_DIGITS if _facts(c).scale != 1}   # results.ipynb cell 0: js and js_proxy x 1e4 (their registered scale), before round(2)
 PAPER_DIGITS = {'avg_gap': 4}   # the printed decimals: Avg Gap 4, every other number 2
 
 def as_logged(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -182,7 +198,14 @@ def paper_cell(agg:pd.DataFrame, # paper_aggregate's table
     return f'{m:.{d}f}' + (f' ± {s:.{d}f}' if pd.notna(s) else '')
 
 # %% ../nbs/07_report.ipynb #73db6c28
-PAPER_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus')
+def paper_methods() -> tuple: # registry names, in column order
+    "The paper's columns: the methods registered with `paper=True` (Gold Std and the nine it compares), in the registry's order"
+    return tuple(list_methods(paper=True))
+
+def __getattr__(name):   # `PAPER_METHODS`: read from the registry when asked, since the registry completes after this module is imported
+    if name == 'PAPER_METHODS': return paper_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 PAPER_ROWS = {'Avg Gap': 'avg_gap', 'JSD ×1e4': 'jsd_legacy', 'Time (min.)': 'time_min'}   # label -> paper_aggregate's column
 MISSING = '—'   # a cell the paper has and we do not: the method did not run, the block has no benchmark, or the rows lack the column
 
@@ -206,10 +229,11 @@ def _paper_agg(results, methods):   # the authors' aggregation of every row (Gol
     return agg.loc[[m for m in agg.index if m in methods]]
 
 def table_paper(results:pd.DataFrame,  # rows of results.csv of one benchmark: one per (method, seed), Gold's included
-                methods=PAPER_METHODS, # the columns (registry names), in order; only these are ranked
+                methods=None,          # the columns (registry names), in order; only these are ranked; None: paper_methods()
                 rows:dict=PAPER_ROWS   # {label: paper_aggregate's column}, in order
                ) -> pd.DataFrame:
     "One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods` by the authors' aggregation, the paper's methods alone ranked, ties all bold"
+    methods = paper_methods() if methods is None else methods
     agg, cells, ranks = _paper_agg(results, methods), {}, {}
     for label, col in rows.items():
         if col not in agg or agg[col].isna().all(): continue
@@ -222,9 +246,10 @@ SUPP_ROWS = {'MIA Acc.': 'mia', 'Forget Acc.': 'acc_forget', 'Retain Acc.': 'acc
 SUPP_RANKED = {label: (k if k == 'avg_gap' else f'gap_{k}') for label, k in SUPP_ROWS.items()}   # what each row ranks: its gap to Gold
 
 def table_supp_paper(results:pd.DataFrame,  # rows of one benchmark, Gold's rows included (one per seed)
-                     methods=PAPER_METHODS  # the columns (registry names), in order; only these are ranked
+                     methods=None           # the columns (registry names), in order; only these are ranked; None: paper_methods()
                     ) -> pd.DataFrame:
     "One benchmark's block of `tab:avg_gap_supp` as printed, by the authors' aggregation: `mean ± std (gap to Gold)` per Avg Gap term, then Avg Gap; gaps ranked, ties all bold"
+    methods = paper_methods() if methods is None else methods
     agg, cells, ranks = _paper_agg(results, methods), {}, {}
     for label, k in SUPP_ROWS.items():
         if k not in agg or agg[k].isna().all(): continue
@@ -248,10 +273,11 @@ def _names(ms, agg, col):
     return ', '.join(display_name(m) for m in ms) + f' ({agg.loc[ms[0], col]:.{d}f})' + (' (tied)' if len(ms) > 1 else '')
 
 def certainty(results:pd.DataFrame,  # rows of one benchmark, Gold's included (one per seed)
-              methods=PAPER_METHODS, # the table's methods (registry names): only these are ranked
+              methods=None,          # the table's methods (registry names): only these are ranked; None: paper_methods()
               rows:dict=None         # {row label: paper_aggregate column}; None: CERTAIN_ROWS
              ) -> pd.DataFrame:
     "For each ranked row: the best and the second method, second - best on each seed (the table's computation, per seed), and in how many seeds the order holds"
+    methods = paper_methods() if methods is None else methods
     agg, out = _paper_agg(results, methods), {}
     for label, col in (rows or CERTAIN_ROWS).items():
         if col not in agg or agg[col].isna().all(): continue
@@ -275,10 +301,10 @@ def certainty(results:pd.DataFrame,  # rows of one benchmark, Gold's included (o
 def standing(results:pd.DataFrame,  # rows of one benchmark, Gold's included
              method:str='lotus',    # the method whose place is asked
              col:str='avg_gap',     # a paper_aggregate column, e.g. 'avg_gap', 'jsd_legacy'
-             methods=PAPER_METHODS  # the ranked table's methods
+             methods=None           # the ranked table's methods; None: paper_methods()
             ) -> dict: # value, rank, of, best (methods), best_value, and behind ('k of n seeds': the best below it) where it is not best; {} where it did not run
     "Where `method` stands in a paper-shaped row: its printed value, its rank, the best methods, and the seeds where they beat it"
-    agg = _paper_agg(results, methods)
+    agg = _paper_agg(results, paper_methods() if methods is None else methods)
     v = agg[col][[m for m in agg.index if not is_reference(m)]].dropna() if col in agg else pd.Series(dtype=float)
     if method not in v.index: return {}
     best = [m for m in v.index if v[m] == v.min()]
@@ -288,9 +314,7 @@ def standing(results:pd.DataFrame,  # rows of one benchmark, Gold's included
 
 # %% ../nbs/07_report.ipynb #38b27178
 OURS_AVG_GAP = 'Avg Gap (ours: mean of per-seed gaps)'
-EXTRA_ROWS = {OURS_AVG_GAP: ('avg_gap', 1, 4), 'JSD x1e4': ('jsd', 1e4, 2), "JSD x1e4 (authors' formula)": ('jsd_legacy', 1e4, 2),
-              'RF-JSD x1e4': ('rf_jsd', 1e4, 2), "RF-JSD x1e4 (authors' formula)": ('rf_jsd_legacy', 1e4, 2), 'ZRF': ('zrf', 1, 4),
-              'Time (min.)': ('time_min', 1, 2)}   # the '_extra' table's rows: our aggregation, labelled so
+EXTRA_ROWS = {OURS_AVG_GAP: metric_row('avg_gap'), **metric_rows(('jsd', 'jsd_legacy', 'rf_jsd', 'rf_jsd_legacy', 'zrf', 'time_min'))}   # the '_extra' table's rows: our aggregation, labelled so
 
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
-from .data import check_fraction
+from .checks import check_fraction
 from .loaders import as_split
 from .methods import Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
 from .random_label import RandomLabelConfig, random_label
@@ -58,7 +58,7 @@ class SalunConfig(RandomLabelConfig):
     mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), mask_fraction=Range(0.05, 0.9))  # Table tab:hyperparams' 0.1 inside
 
-@register_method('salun', SalunConfig, display='SalUn', order=9)
+@register_method('salun', SalunConfig, display='SalUn', order=9, paper=True)
 def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
           task:UnlearnTask,     # forget and retain sets
           cfg:SalunConfig,      # hyperparameters

@@ -84,7 +84,7 @@ class ScrubConfig(MethodConfig):
     rewind: bool = False           # SCRUB+R: return the epoch whose forget error is closest to the held-out error
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-2, log=True), epochs=Range(1, 20), msteps=Range(1, 10))  # msteps: the max steps
 
-@register_method('scrub', ScrubConfig, display='SCRUB', order=6)
+@register_method('scrub', ScrubConfig, display='SCRUB', order=6, paper=True)
 def scrub(original:nn.Module,  # $f_{orig}$: the frozen teacher and the student's start (left unchanged)
           task:UnlearnTask,     # forget and retain sets; unseen ($D_u$) needed only with rewind=True
           cfg:ScrubConfig,      # hyperparameters

@@ -6,7 +6,8 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from .data import ImageData, check_choice, check_seed, check_fraction, stratified_sample
+from .data import ImageData, stratified_sample
+from .checks import check_choice, check_seed, check_fraction
 
 # %% auto #0
 __all__ = ['SPLIT_RULES', 'per_class_sample', 'Splits', 'make_splits', 'dataset_splits', 'register_split', 'split_rule',

@@ -57,7 +57,7 @@ class SSDConfig(MethodConfig):
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}   # reproduce_results.sh: ViT runs at batch 32
     search_space: ClassVar[dict] = dict(alpha=Range(1., 50., log=True), lam=Range(0.1, 10., log=True))  # one shot: no lr, no epochs
 
-@register_method('ssd', SSDConfig, display='SSD', order=7)
+@register_method('ssd', SSDConfig, display='SSD', order=7, paper=True)
 def ssd(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is dampened)
         task:UnlearnTask,     # forget and retain sets
         cfg:SSDConfig,        # hyperparameters

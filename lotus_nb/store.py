@@ -9,16 +9,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, pandas as pd
+from .registry import builtin_metrics   # the built-in metrics, registered without torch: nbs/00a_registry.ipynb
 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'row_id', 'fsync_dir', 'atomic_write', 'check_writable',
-           'Store']
+__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'patch', 'row_id', 'fsync_dir', 'atomic_write',
+           'check_writable', 'Store']
+
+# %% ../nbs/07a_store.ipynb #92224d01
+def patch(f): # a function whose first parameter is annotated with its class, e.g. self:Store
+    "Decorator: make `f` a method of the class its `self` is annotated with (a class written one cell at a time)"
+    cls = f.__annotations__['self']; cls = getattr(f, '__wrapped__', f).__globals__[cls] if isinstance(cls, str) else cls
+    f.__qualname__ = f"{cls.__name__}.{f.__name__}"; setattr(cls, f.__name__, f); return f
 
 # %% ../nbs/07a_store.ipynb #07c97d1f
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
-METRICS = ['acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc', 'jsd', 'jsd_legacy', 'rf_jsd', 'rf_jsd_legacy', 'zrf', 'avg_gap', 'time_min']
+METRICS = builtin_metrics()   # the metric columns every row has: the registry's built-ins, in their order
 RESOURCES = ['threads', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, peak device memory (CUDA), peak host RSS
 COLUMNS = KEY + ['method_seed'] + METRICS + RESOURCES
 ID_FIELDS = ('dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'setup', 'seed', 'method_seed')   # the order of a row_id
@@ -73,18 +80,17 @@ def check_writable(folder,            # a folder to write in; it may not exist y
     except OSError as e: raise PermissionError(f"{what} {folder} cannot be written: {p.absolute()} refuses a new entry ({e.strerror})") from None
     return folder
 
-# %% ../nbs/07a_store.ipynb #96728b25
-def _finite(v) -> bool: return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and bool(np.isfinite(v))
-
+# %% ../nbs/07a_store.ipynb #42e83974
 def _hash(obj) -> str: return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 def _stem(ident:tuple) -> str:
     dataset, model, fp, fc, unseen, method, setup, seed, mseed = ident
     return f"{method}_seed{seed}{'' if mseed == seed else f'm{mseed}'}_{setup}_{_hash([dataset, model, fp, fc, unseen])[:8]}"
 
+# %% ../nbs/07a_store.ipynb #96728b25
 @dataclass(frozen=True)
 class Store:
-    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/ and figures/; each row mirrored to `tracker` where there is one"
+    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/, privacy_results.csv, tuning.db and trials/; each row mirrored to `tracker` where there is one"
     root: Path            # the folder; created on the first write
     cache_dir: Path = None # checkpoints of f_orig and f_gold; None: root/checkpoints
     tracker: object = None # a lotus_nb.tracking.Tracker: each appended row becomes one of its runs; None: none
@@ -101,177 +107,214 @@ class Store:
     def tables(self) -> Path: return self.root/'tables'
     @property
     def figures(self) -> Path: return self.root/'figures'
+    @property
+    def manifest(self) -> Path: return self.root/'manifest'
+    @property
+    def privacy_results(self) -> Path: return self.root/'privacy_results.csv'
+    @property
+    def tuning_db(self) -> Path: return self.root/'tuning.db'
+    @property
+    def trials(self) -> Path: return self.root/'trials'
 
-    @contextmanager
-    def _locked(self, exclusive:bool):
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root/'results.csv.lock', 'a') as f:
-            fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            try: yield
-            finally: fcntl.flock(f, fcntl.LOCK_UN)
+# %% ../nbs/07a_store.ipynb #a2aad6de
+@patch
+@contextmanager
+def _locked(self:Store, exclusive:bool):
+    self.root.mkdir(parents=True, exist_ok=True)
+    with open(self.root/'results.csv.lock', 'a') as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try: yield
+        finally: fcntl.flock(f, fcntl.LOCK_UN)
 
-    def _frame(self, data:bytes) -> pd.DataFrame:
-        if not data.strip(): return pd.DataFrame(columns=COLUMNS)
-        try: df = pd.read_csv(io.BytesIO(data), dtype={'setup': str})
-        except Exception as e: raise ValueError(f"{self.results} exists but is not a readable CSV ({e}); choose another out_dir") from e
-        if missing := set(KEY) - set(df.columns):
-            raise ValueError(f"{self.results} exists but is not a lotus_nb results file (missing {sorted(missing)}); choose another out_dir")
-        return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
+@patch
+def _frame(self:Store, data:bytes) -> pd.DataFrame:
+    if not data.strip(): return pd.DataFrame(columns=COLUMNS)
+    try: df = pd.read_csv(io.BytesIO(data), dtype={'setup': str})
+    except Exception as e: raise ValueError(f"{self.results} exists but is not a readable CSV ({e}); choose another out_dir") from e
+    if missing := set(KEY) - set(df.columns):
+        raise ValueError(f"{self.results} exists but is not a lotus_nb results file (missing {sorted(missing)}); choose another out_dir")
+    return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
 
-    def check(self):
-        "Refuse a root or cache_dir that cannot be created or written, and a results.csv that is not ours, before any work; returns the store"
-        for p, what in [(self.root, 'out_dir'), (self.checkpoints, 'cache_dir')]: check_writable(p, what)
-        self.read(); return self
+# %% ../nbs/07a_store.ipynb #6abb341d
+@patch
+def check(self:Store):
+    "Refuse a root or cache_dir that cannot be created or written, and a results.csv that is not ours, before any work; returns the store"
+    for p, what in [(self.root, 'out_dir'), (self.checkpoints, 'cache_dir')]: check_writable(p, what)
+    self.read(); return self
 
-    def read(self) -> pd.DataFrame:
-        "The finished rows of results.csv (COLUMNS first); a torn last line is left out, with a warning"
-        if not self.results.exists(): return pd.DataFrame(columns=COLUMNS)
-        if not self.root.is_dir(): raise NotADirectoryError(f"out_dir {self.root} exists and is not a folder")
-        with self._locked(False): data = self.results.read_bytes()
+@patch
+def read(self:Store) -> pd.DataFrame:
+    "The finished rows of results.csv (COLUMNS first); a torn last line is left out, with a warning"
+    if not self.results.exists(): return pd.DataFrame(columns=COLUMNS)
+    if not self.root.is_dir(): raise NotADirectoryError(f"out_dir {self.root} exists and is not a folder")
+    with self._locked(False): data = self.results.read_bytes()
+    cut = data.rfind(b'\n') + 1
+    if cut < len(data): log.warning(f"{self.results}: the last line ({len(data) - cut} bytes) has no newline: a write was cut short, so it is no finished run; it is left out (the next append removes it)")
+    return self._frame(data[:cut])
+
+@patch
+def done(self:Store) -> set:
+    "The row_id of every finished row"
+    return {row_id(r) for _, r in self.read().iterrows()}
+
+# %% ../nbs/07a_store.ipynb #3f0811e2
+@patch
+def append(self:Store, row:dict # {column: value} of one run: the KEY columns and its metrics; a new column extends the header
+          ) -> bool: # False when a row of the same key is already there (nothing written)
+    "Append one row under an exclusive lock: repair a torn tail, check the key again, write every byte, fsync; a failed write leaves the file as it was"
+    with self._locked(True):
+        path = self.results
+        data = path.read_bytes() if path.exists() else b''
         cut = data.rfind(b'\n') + 1
-        if cut < len(data): log.warning(f"{self.results}: the last line ({len(data) - cut} bytes) has no newline: a write was cut short, so it is no finished run; it is left out (the next append removes it)")
-        return self._frame(data[:cut])
-
-    def done(self) -> set:
-        "The row_id of every finished row"
-        return {row_id(r) for _, r in self.read().iterrows()}
-
-    def append(self, row:dict # {column: value} of one run: the KEY columns and its metrics; a new column extends the header
-              ) -> bool: # False when a row of the same key is already there (nothing written)
-        "Append one row under an exclusive lock: repair a torn tail, check the key again, write every byte, fsync; a failed write leaves the file as it was"
-        with self._locked(True):
-            path = self.results
-            data = path.read_bytes() if path.exists() else b''
-            cut = data.rfind(b'\n') + 1
-            if cut < len(data):
-                log.warning(f"{path}: removed a torn last line ({len(data) - cut} bytes) left by an interrupted write")
-                os.truncate(path, cut); data = data[:cut]
-            df = self._frame(data)
-            if row_id(row) in {row_id(r) for _, r in df.iterrows()}: return False
-            have = list(pd.read_csv(io.BytesIO(data), nrows=0).columns) if data.strip() else []
-            extra = [k for k in row if k not in COLUMNS and k not in have]
-            cols = COLUMNS + [c for c in have if c not in COLUMNS] + extra
-            if have and have != cols: self._rewrite(data, cols)   # an older header, or a new metric column
-            text = pd.DataFrame([row], columns=cols).to_csv(header=not have, index=False).encode()
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if cut < len(data):
+            log.warning(f"{path}: removed a torn last line ({len(data) - cut} bytes) left by an interrupted write")
+            os.truncate(path, cut); data = data[:cut]
+        df = self._frame(data)
+        if row_id(row) in {row_id(r) for _, r in df.iterrows()}: return False
+        have = list(pd.read_csv(io.BytesIO(data), nrows=0).columns) if data.strip() else []
+        extra = [k for k in row if k not in COLUMNS and k not in have]
+        cols = COLUMNS + [c for c in have if c not in COLUMNS] + extra
+        if have and have != cols: self._rewrite(data, cols)   # an older header, or a new metric column
+        text = pd.DataFrame([row], columns=cols).to_csv(header=not have, index=False).encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            start = os.fstat(fd).st_size
             try:
-                start = os.fstat(fd).st_size
-                try:
-                    view = memoryview(text)
-                    while view:
-                        n = os.write(fd, view)
-                        if n <= 0: raise OSError(f"{path}: os.write wrote nothing ({n})")
-                        view = view[n:]                   # a short write: write the rest
-                    os.fsync(fd)
-                except BaseException:
-                    os.ftruncate(fd, start); raise        # nothing of a failed row stays
-            finally: os.close(fd)
-        if self.tracker is not None:
-            try: self._log_row(row_id(row), row)
-            except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not logged "
-                                               f"({type(e).__name__}: {e}); it is logged at the next run (Store.track)")
-        return True
+                view = memoryview(text)
+                while view:
+                    n = os.write(fd, view)
+                    if n <= 0: raise OSError(f"{path}: os.write wrote nothing ({n})")
+                    view = view[n:]                   # a short write: write the rest
+                os.fsync(fd)
+            except BaseException:
+                os.ftruncate(fd, start); raise        # nothing of a failed row stays
+        finally: os.close(fd)
+    if self.tracker is not None:
+        try: self._log_row(row_id(row), row)
+        except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not logged "
+                                           f"({type(e).__name__}: {e}); it is logged at the next run (Store.track)")
+    return True
 
-    def _rewrite(self, data:bytes, cols:list):
-        "Rewrite results.csv (under the caller's lock) with the header `cols`, atomically"
-        df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False).reindex(columns=cols, fill_value='')
-        atomic_write(self.results, lambda f: f.write(df.to_csv(index=False).encode()))
+# %% ../nbs/07a_store.ipynb #028dc520
+@patch
+def _rewrite(self:Store, data:bytes, cols:list):
+    "Rewrite results.csv (under the caller's lock) with the header `cols`, atomically"
+    df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False).reindex(columns=cols, fill_value='')
+    atomic_write(self.results, lambda f: f.write(df.to_csv(index=False).encode()))
 
-    def record_path(self, ident:tuple, # a row_id
-                    ext:str='json'           # 'json' (the record) or 'npz' (its arrays)
-                   ) -> Path:
-        "Where the record of run `ident` lives"
-        return self.runs/f"{_stem(ident)}.{ext}"
+# %% ../nbs/07a_store.ipynb #391e8793
+@patch
+def record_path(self:Store, ident:tuple, # a row_id
+                ext:str='json'           # 'json' (the record) or 'npz' (its arrays)
+               ) -> Path:
+    "Where the record of run `ident` lives"
+    return self.runs/f"{_stem(ident)}.{ext}"
 
-    def write_record(self, ident:tuple, # the row_id of the run
-                     record:dict,             # what the method reported (JSON-able; other values become str)
-                     arrays:dict=None         # name -> numpy array, e.g. the entropies; None: no npz
-                    ):
-        "Write the record of run `ident` (and its arrays) atomically, the identity inside"
-        if arrays is not None: atomic_write(self.record_path(ident, 'npz'), lambda f: np.savez_compressed(f, **arrays))
-        text = json.dumps({'ident': dict(zip(ID_FIELDS, ident)), **record}, default=str)
-        atomic_write(self.record_path(ident), lambda f: f.write(text.encode()))
+@patch
+def write_record(self:Store, ident:tuple, # the row_id of the run
+                 record:dict,             # what the method reported (JSON-able; other values become str)
+                 arrays:dict=None         # name -> numpy array, e.g. the entropies; None: no npz
+                ):
+    "Write the record of run `ident` (and its arrays) atomically, the identity inside"
+    if arrays is not None: atomic_write(self.record_path(ident, 'npz'), lambda f: np.savez_compressed(f, **arrays))
+    text = json.dumps({'ident': dict(zip(ID_FIELDS, ident)), **record}, default=str)
+    atomic_write(self.record_path(ident), lambda f: f.write(text.encode()))
 
-    def _legacy(self, ident:tuple) -> bool:
-        "Migrate the pre-0.3 record of `ident` when exactly one row can own it; True when it was migrated"
-        dataset, model, fp, fc, unseen, method, setup, seed, mseed = ident
-        old = self.runs/f"{method}_seed{seed}_{setup}.json"
-        if mseed != seed or not old.exists(): return False
-        rows = self.read()
-        owners = [row_id(r) for _, r in rows.iterrows() if str(r['method']) == method and int(r['seed']) == seed and str(r['setup']) == setup]
-        if owners != [ident]:
-            log.warning(f"{old} is a run record of lotus_nb < 0.3, named without its benchmark, and {len(owners)} rows of {self.results} "
-                        f"could own it: it is not read (delete it, or rerun the benchmark in a fresh out_dir)")
-            return False
-        npz = old.with_suffix('.npz')
-        self.write_record(ident, json.loads(old.read_text()), dict(np.load(npz)) if npz.exists() else None)
-        old.unlink(); npz.unlink(missing_ok=True)
-        return True
+# %% ../nbs/07a_store.ipynb #0e50a705
+@patch
+def _legacy(self:Store, ident:tuple) -> bool:
+    "Migrate the pre-0.3 record of `ident` when exactly one row can own it; True when it was migrated"
+    dataset, model, fp, fc, unseen, method, setup, seed, mseed = ident
+    old = self.runs/f"{method}_seed{seed}_{setup}.json"
+    if mseed != seed or not old.exists(): return False
+    rows = self.read()
+    owners = [row_id(r) for _, r in rows.iterrows() if str(r['method']) == method and int(r['seed']) == seed and str(r['setup']) == setup]
+    if owners != [ident]:
+        log.warning(f"{old} is a run record of lotus_nb < 0.3, named without its benchmark, and {len(owners)} rows of {self.results} "
+                    f"could own it: it is not read (delete it, or rerun the benchmark in a fresh out_dir)")
+        return False
+    npz = old.with_suffix('.npz')
+    self.write_record(ident, json.loads(old.read_text()), dict(np.load(npz)) if npz.exists() else None)
+    old.unlink(); npz.unlink(missing_ok=True)
+    return True
 
-    def read_record(self, ident:tuple # the row_id of the run
-                   ) -> dict: # the record, or None when the run has none
-        "The record of run `ident`, checked to be that run's"
-        p = self.record_path(ident)
-        if not p.exists() and not self._legacy(ident): return None
-        rec = json.loads(p.read_text())
-        if 'ident' not in rec or row_id(rec['ident']) != ident:
-            raise ValueError(f"{p} holds the record of {rec.get('ident')}, not of {dict(zip(ID_FIELDS, ident))}: the results folder is damaged")
-        return rec
+@patch
+def read_record(self:Store, ident:tuple # the row_id of the run
+               ) -> dict: # the record, or None when the run has none
+    "The record of run `ident`, checked to be that run's"
+    p = self.record_path(ident)
+    if not p.exists() and not self._legacy(ident): return None
+    rec = json.loads(p.read_text())
+    if 'ident' not in rec or row_id(rec['ident']) != ident:
+        raise ValueError(f"{p} holds the record of {rec.get('ident')}, not of {dict(zip(ID_FIELDS, ident))}: the results folder is damaged")
+    return rec
 
-    def read_arrays(self, ident:tuple # the row_id of the run
-                   ) -> dict: # name -> array, or None
-        "The arrays (entropies) of run `ident`"
-        if self.read_record(ident) is None: return None
-        p = self.record_path(ident, 'npz')
-        return dict(np.load(p)) if p.exists() else None
+@patch
+def read_arrays(self:Store, ident:tuple # the row_id of the run
+               ) -> dict: # name -> array, or None
+    "The arrays (entropies) of run `ident`"
+    if self.read_record(ident) is None: return None
+    p = self.record_path(ident, 'npz')
+    return dict(np.load(p)) if p.exists() else None
 
-    def checkpoint(self, kind:str, # 'orig' or 'gold'
-                   key:str               # the hash of what determines the model (lotus_nb.training.cache_key)
-                  ) -> Path:
-        "The checkpoint file of a model"
-        return self.checkpoints/f"{kind}_{key}.pt"
+# %% ../nbs/07a_store.ipynb #9330f5c6
+@patch
+def checkpoint(self:Store, kind:str, # 'orig' or 'gold'
+               key:str               # the hash of what determines the model (lotus_nb.training.cache_key)
+              ) -> Path:
+    "The checkpoint file of a model"
+    return self.checkpoints/f"{kind}_{key}.pt"
 
-    def key_of(self, ident:tuple # a row_id
-              ) -> str:
-        "The key of a row outside results.csv: its record's file stem, unique in the folder (a tracker's run of it carries it)"
-        return _stem(ident)
+# %% ../nbs/07a_store.ipynb #2ccf7e53
+def _finite(v) -> bool: return isinstance(v, (int, float, np.number)) and not isinstance(v, bool) and bool(np.isfinite(v))
 
-    def bench_of(self, ident:tuple # a row_id (only its benchmark fields are read)
-                ) -> str:
-        "The key of a row's benchmark (dataset, model, forget fraction or class, unseen source): its tracker's parent run"
-        dataset, model, fp, fc, unseen = ident[:5]
-        return f"{dataset}_{model}_{f'class{fc}' if fc is not None else f'forget{fp*100:g}'}_{_hash([dataset, model, fp, fc, unseen])[:8]}"
+@patch
+def key_of(self:Store, ident:tuple # a row_id
+          ) -> str:
+    "The key of a row outside results.csv: its record's file stem, unique in the folder (a tracker's run of it carries it)"
+    return _stem(ident)
 
-    def _log_row(self, ident:tuple, row:dict):
-        "Log one row to the tracker: its identity and the method's config as parameters, its metrics, the record's per-epoch trace and the record"
-        rec = self.read_record(ident) or {}
-        params = {**dict(zip(ID_FIELDS, ident)), **{f'config.{k}': v for k, v in (rec.get('config') or {}).items()}}
-        for kind, name in (rec.get('checkpoints') or {}).items():
-            if (p := self.checkpoints/name).exists(): params[f'checkpoint.{kind}'] = str(p.absolute())
-        skip = set(KEY) | {'method_seed'}
-        metrics = {k: float(v) for k, v in row.items() if k not in skip and _finite(v)}
-        history = {}
-        for i, e in enumerate(rec.get('trace') or []):
-            for k, v in e.items():
-                if k != 'epoch' and _finite(v): history.setdefault(f'trace/{k}', []).append((int(e.get('epoch', i)), float(v)))
-        files = [p for p in (self.record_path(ident),) if p.exists()]
-        self.tracker.log_row(self.key_of(ident), self.bench_of(ident), f"{ident[5]} seed {ident[7]}", params, metrics, history, files)
+@patch
+def bench_of(self:Store, ident:tuple # a row_id (only its benchmark fields are read)
+            ) -> str:
+    "The key of a row's benchmark (dataset, model, forget fraction or class, unseen source): its tracker's parent run"
+    dataset, model, fp, fc, unseen = ident[:5]
+    return f"{dataset}_{model}_{f'class{fc}' if fc is not None else f'forget{fp*100:g}'}_{_hash([dataset, model, fp, fc, unseen])[:8]}"
 
-    def track(self) -> int: # how many rows were logged
-        "Log to the tracker every row of results.csv it does not hold yet (a resumed run logs none twice; a row it missed is logged now)"
-        if self.tracker is None: return 0
-        have, n = self.tracker.logged(), 0
-        for _, r in self.read().iterrows():
-            ident = row_id(r)
-            if self.key_of(ident) not in have:
-                self._log_row(ident, r.to_dict()); n += 1   # _log_row keeps the finite metrics
-        return n
+@patch
+def _log_row(self:Store, ident:tuple, row:dict):
+    "Log one row to the tracker: its identity and the method's config as parameters, its metrics, the record's per-epoch trace and the record"
+    rec = self.read_record(ident) or {}
+    params = {**dict(zip(ID_FIELDS, ident)), **{f'config.{k}': v for k, v in (rec.get('config') or {}).items()}}
+    for kind, name in (rec.get('checkpoints') or {}).items():
+        if (p := self.checkpoints/name).exists(): params[f'checkpoint.{kind}'] = str(p.absolute())
+    skip = set(KEY) | {'method_seed'}
+    metrics = {k: float(v) for k, v in row.items() if k not in skip and _finite(v)}
+    history = {}
+    for i, e in enumerate(rec.get('trace') or []):
+        for k, v in e.items():
+            if k != 'epoch' and _finite(v): history.setdefault(f'trace/{k}', []).append((int(e.get('epoch', i)), float(v)))
+    files = [p for p in (self.record_path(ident),) if p.exists()]
+    self.tracker.log_row(self.key_of(ident), self.bench_of(ident), f"{ident[5]} seed {ident[7]}", params, metrics, history, files)
 
-    def track_benchmark(self, ident:tuple, # a row_id of one of the benchmark's rows
-                        files:list,        # its tables and figures
-                        params:dict=None,  # what defines it (the spec's fields)
-                       ):
-        "Attach a benchmark's tables and figures to its tracker's parent run (a failure is a warning: the files are in the folder)"
-        if self.tracker is None: return
-        try: self.tracker.log_benchmark(self.bench_of(ident), params or {}, files)
-        except Exception as e: log.warning(f"tracker {self.tracker.name}: the tables and figures of {self.bench_of(ident)} were not logged ({type(e).__name__}: {e})")
+# %% ../nbs/07a_store.ipynb #c1c24591
+@patch
+def track(self:Store) -> int: # how many rows were logged
+    "Log to the tracker every row of results.csv it does not hold yet (a resumed run logs none twice; a row it missed is logged now)"
+    if self.tracker is None: return 0
+    have, n = self.tracker.logged(), 0
+    for _, r in self.read().iterrows():
+        ident = row_id(r)
+        if self.key_of(ident) not in have:
+            self._log_row(ident, r.to_dict()); n += 1   # _log_row keeps the finite metrics
+    return n
+
+@patch
+def track_benchmark(self:Store, ident:tuple, # a row_id of one of the benchmark's rows
+                    files:list,        # its tables and figures
+                    params:dict=None,  # what defines it (the spec's fields)
+                   ):
+    "Attach a benchmark's tables and figures to its tracker's parent run (a failure is a warning: the files are in the folder)"
+    if self.tracker is None: return
+    try: self.tracker.log_benchmark(self.bench_of(ident), params or {}, files)
+    except Exception as e: log.warning(f"tracker {self.tracker.name}: the tables and figures of {self.bench_of(ident)} were not logged ({type(e).__name__}: {e})")

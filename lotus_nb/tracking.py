@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, logging, netrc, os
 from pathlib import Path
 from urllib.parse import urlparse
-from .data import check_choice, optional_import
+from .checks import check_choice, optional_import
 
 log = logging.getLogger('lotus_nb')
 

@@ -10,9 +10,10 @@ import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
 import optuna
 from optuna.trial import TrialState
-from .data import check_seed
+from .checks import check_seed
 from .methods import METHODS, check_method, is_reference, method_config, display_name, ordered_methods, role_method
 from .experiment import BenchmarkSpec, resolve_spec
+from .store import Store
 from .grid import run_grid, find_benchmark
 from .report import summarize, fmt_pm, rank_row, make_table
 
@@ -59,7 +60,7 @@ def storage_url(storage # an RDB URL ('sqlite:///...', 'postgresql://...'), a .d
     "The Optuna storage URL of `storage`: a URL as it is, a SQLite file by its absolute path"
     s = str(storage)
     if '://' in s: return s
-    p = Path(s); p = p if p.suffix == '.db' else p/'tuning.db'
+    p = Path(s); p = p if p.suffix == '.db' else Store(p).tuning_db
     return f"sqlite:///{p.resolve()}"
 
 def counted(study # an Optuna study
@@ -100,6 +101,7 @@ def trial_spec(vspec:BenchmarkSpec, # the validation benchmark (validation_spec)
     over = dict(vspec.method_overrides or {})
     return dataclasses.replace(vspec, method_overrides={**over, method: {**over.get(method, {}), **params}})
 
+# %% ../nbs/28_tuner.ipynb #7e2e82e4
 def rungs(params:dict,     # a trial's hyperparameters
           prune:bool=True, # False: the trial runs once, as sampled
           eta:int=3        # the reduction factor: the first rung runs ceil(epochs/eta) epochs
@@ -109,11 +111,12 @@ def rungs(params:dict,     # a trial's hyperparameters
     e = int(params['epochs']); r = math.ceil(e/eta)
     return [r, e] if r < e else [e]
 
+# %% ../nbs/28_tuner.ipynb #f7814058
 def _run_rung(study, method, vspec, runs, val_seed, out_dir, executor, cache, options):
     "Run `runs` ({trial: params}) as one grid; tell every trial as failed and return None if it raises"
     specs = {t: trial_spec(vspec, method, p) for t, p in runs.items()}
     uniq = [s for i, s in enumerate(specs.values()) if s not in list(specs.values())[:i]]
-    try: benches = run_grid(uniq, [val_seed], [method], Path(out_dir)/'trials', executor, cache_dir=cache, write=False, **options)
+    try: benches = run_grid(uniq, [val_seed], [method], Store(out_dir).trials, executor, cache_dir=cache, write=False, **options)
     except Exception as e:
         for t in runs: t.set_user_attr('error', repr(e)[:1000]); study.tell(t, state=TrialState.FAIL)
         if not any(t.state == TrialState.COMPLETE for t in study.get_trials(deepcopy=False)): raise
@@ -122,6 +125,78 @@ def _run_rung(study, method, vspec, runs, val_seed, out_dir, executor, cache, op
     res = {t: find_benchmark(benches, s).results for t, s in specs.items()}
     return {t: r[r.method == method].iloc[0] for t, r in res.items()}
 
+# %% ../nbs/28_tuner.ipynb #ee3bddce
+def _check_budget(trials:int,     # finished trials to reach
+                  budget_s:float, # cap on the summed unlearning seconds
+                  parallel:int,   # trials asked and run at once
+                 ):
+    "Refuse a budget of trials or seconds, or a parallelism, that is not positive (a bool is no count)"
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1: raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    if not budget_s > 0: raise ValueError(f"budget_s must be positive, got {budget_s!r}")
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1: raise ValueError(f"parallel must be a positive integer, got {parallel!r}")
+
+# %% ../nbs/28_tuner.ipynb #84cca8f0
+def _open_tuning(vspec:BenchmarkSpec, # the validation benchmark
+                 method:str,          # the method tuned
+                 space:dict,          # its search space
+                 out_dir,             # where the studies live: see storage_url
+                 val_seed:int,        # the validation seed
+                 sampler_seed:int,    # seeds the TPE sampler
+                 trials:int,          # the budget of trials, recorded
+                 budget_s:float,      # the budget of seconds, recorded
+                 prune:bool,          # a MedianPruner (True) or none
+                 prune_startup:int,   # completed trials before any trial is pruned
+                ) -> optuna.Study:
+    "Open (or resume) the study of `method` on `vspec` with its identity and pruner, and record the budget it runs under"
+    bench = {k: v for k, v in dataclasses.asdict(vspec).items() if k != 'data_root'}   # where the data sits is no part of it
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=prune_startup, n_warmup_steps=0) if prune else optuna.pruners.NopPruner()
+    study = open_study(out_dir, method, dict(method=method, benchmark=bench, val_seed=val_seed,
+                                            space={k: dataclasses.asdict(r) for k, r in space.items()}), sampler_seed, pruner)
+    study.set_user_attr('trials', trials); study.set_user_attr('budget_s', float(budget_s)); study.set_user_attr('prune', bool(prune))
+    return study
+
+# %% ../nbs/28_tuner.ipynb #899b37d0
+def _tell(study,      # the study of the trial
+          t,          # an Optuna trial, its 'seconds' attribute set
+          row,        # its run's results row: avg_gap and time_min
+          step:int,   # the run's epochs: the step its Avg Gap is reported at
+          last:bool,  # the trial's last run
+         ) -> bool:   # True when the trial is finished (complete, failed or pruned)
+    "Count a run of trial `t`: add its seconds; tell its Avg Gap after its last run (a non-finite one fails it), else report the rung's and prune when the pruner says so"
+    t.set_user_attr('seconds', t.user_attrs['seconds'] + float(row.time_min)*60)
+    ok = math.isfinite(row.avg_gap)
+    if not ok or last: study.tell(t, float(row.avg_gap) if ok else None, state=TrialState.COMPLETE if ok else TrialState.FAIL); return True
+    t.report(float(row.avg_gap), step=step)
+    if not t.should_prune(): return False
+    study.tell(t, state=TrialState.PRUNED); return True
+
+# %% ../nbs/28_tuner.ipynb #89fa6887
+def _run_trials(study,          # the study
+                method:str,     # the method tuned
+                space:dict,     # its search space
+                vspec:BenchmarkSpec, # the validation benchmark
+                k:int,          # trials to ask and run at once
+                prune:bool,     # run a trial with epochs in rungs (see rungs)
+                val_seed:int,   # the validation seed
+                out_dir,        # tuning.db, trials/
+                executor:str,   # a grid executor
+                cache,          # the checkpoints folder
+                options:dict,   # the executor's options
+               ):
+    "Ask `k` trials and run them rung by rung: rung i of every trial still live as one grid; stop when a grid raises"
+    asked = [study.ask() for _ in range(k)]
+    params = {t: suggest(t, space) for t in asked}
+    plan = {t: rungs(p, prune) for t, p in params.items()}
+    for t, r in plan.items(): t.set_user_attr('rungs', r); t.set_user_attr('seconds', 0.)
+    live, i = list(asked), 0
+    while live:                                   # rung i of every trial still running, as one grid
+        runs = {t: params[t] if plan[t][i] is None else {**params[t], 'epochs': plan[t][i]} for t in live}
+        rows = _run_rung(study, method, vspec, runs, val_seed, out_dir, executor, cache, options)
+        if rows is None: break
+        told = {t for t, row in rows.items() if _tell(study, t, row, plan[t][i], i == len(plan[t]) - 1)}
+        live, i = [t for t in live if t not in told], i + 1
+
+# %% ../nbs/28_tuner.ipynb #40f41f73
 def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on its validation forget set
          method:str,               # a registered unlearning method with a search_space
          seeds=(3407, 13, 12),     # the reported seeds: never seen while tuning
@@ -140,37 +215,12 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
         ) -> optuna.Study:
     "Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds; `prune`: by rungs of epochs"
     space, vspec = search_space(method), validation_spec(spec, seeds, val_seed, heldout)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1: raise ValueError(f"trials must be a positive integer, got {trials!r}")
-    if not budget_s > 0: raise ValueError(f"budget_s must be positive, got {budget_s!r}")
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1: raise ValueError(f"parallel must be a positive integer, got {parallel!r}")
-    bench = {k: v for k, v in dataclasses.asdict(vspec).items() if k != 'data_root'}   # where the data sits is no part of it
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=prune_startup, n_warmup_steps=0) if prune else optuna.pruners.NopPruner()
-    study = open_study(out_dir, method, dict(method=method, benchmark=bench, val_seed=val_seed,
-                                            space={k: dataclasses.asdict(r) for k, r in space.items()}), sampler_seed, pruner)
-    study.set_user_attr('trials', trials); study.set_user_attr('budget_s', float(budget_s)); study.set_user_attr('prune', bool(prune))
+    _check_budget(trials, budget_s, parallel)
+    study = _open_tuning(vspec, method, space, out_dir, val_seed, sampler_seed, trials, budget_s, prune, prune_startup)
     cache = Path(out_dir)/'checkpoints' if cache_dir is None else cache_dir
     n, spent = counted(study)
     while n < trials and spent < budget_s:
-        asked = [study.ask() for _ in range(min(parallel, trials - n))]
-        params = {t: suggest(t, space) for t in asked}
-        plan = {t: rungs(p, prune) for t, p in params.items()}
-        for t, r in plan.items(): t.set_user_attr('rungs', r); t.set_user_attr('seconds', 0.)
-        live, i = list(asked), 0
-        while live:                                   # rung i of every trial still running, as one grid
-            runs = {t: params[t] if plan[t][i] is None else {**params[t], 'epochs': plan[t][i]} for t in live}
-            rows = _run_rung(study, method, vspec, runs, val_seed, out_dir, executor, cache, options)
-            if rows is None: break
-            told = set()
-            for t, row in rows.items():
-                t.set_user_attr('seconds', t.user_attrs['seconds'] + float(row.time_min)*60)
-                ok, last = math.isfinite(row.avg_gap), i == len(plan[t]) - 1
-                if not ok or last: study.tell(t, float(row.avg_gap) if ok else None, state=TrialState.COMPLETE if ok else TrialState.FAIL)
-                else:
-                    t.report(float(row.avg_gap), step=plan[t][i])
-                    if not t.should_prune(): continue
-                    study.tell(t, state=TrialState.PRUNED)
-                told.add(t)
-            live, i = [t for t in live if t not in told], i + 1
+        _run_trials(study, method, space, vspec, min(parallel, trials - n), prune, val_seed, out_dir, executor, cache, options)
         n, spent = counted(study)
         log.info(f"tuning {method}: {n}/{trials} trials, {spent:.0f}/{budget_s:.0f} s, best Avg Gap {_best(study)}")
     study.set_user_attr('spent_s', spent); study.set_user_attr('counted', n)
@@ -178,10 +228,10 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
     study.set_user_attr('stopped', 'trials' if n >= trials else 'budget')
     return study
 
+# %% ../nbs/28_tuner.ipynb #e27e12db
 def _best(study) -> str:
     try: return f"{study.best_value:.4f}"
     except ValueError: return 'none yet'
-
 
 # %% ../nbs/28_tuner.ipynb #4168415d
 def tuned_overrides(storage,       # where the studies live: an RDB URL, a tuning.db file, or its folder

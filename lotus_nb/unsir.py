@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.data import Subset
 from tqdm.auto import tqdm
-from .data import check_choice
+from .checks import check_choice
 from .loaders import IndexSplit, DatasetSplit
 from .training import train_epoch, ce_loss, autocast, model_device
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
@@ -115,7 +115,7 @@ class UNSIRConfig(MethodConfig):
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=16)}
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), noise_lr=Range(1e-3, 1., log=True))
 
-@register_method('unsir', UNSIRConfig, display='UNSIR', order=8)
+@register_method('unsir', UNSIRConfig, display='UNSIR', order=8, paper=True)
 def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
           task:UnlearnTask,     # forget and retain sets; task.seed seeds the retain sample and loaders
           cfg:UNSIRConfig,      # hyperparameters

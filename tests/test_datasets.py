@@ -324,6 +324,38 @@ def test_defaults_of_the_paper_datasets():
     assert {n: (dataset_defaults(n).model, dataset_defaults(n).img_size, dataset_defaults(n).augment) for n in want} == want
     assert all(dataset_defaults(n).seeds == (3407, 13, 12) for n in D.DATASETS)
 
+def test_registration_is_the_one_source():
+    "A dataset's benchmark defaults, official sizes, paper label and stand-in are registered with it, once: a dataset registered from outside the package is seen by benchmark_defaults, the preview, the paper's plans and labels, and the views built from them"
+    from lotus_nb.benchmark import BenchmarkSpec, BENCHMARK_DEFAULTS, benchmark_defaults, benchmark_augment
+    from lotus_nb.paper_tables import PB, STAND_INS, LABELS, plan_benchmark
+    from lotus_nb.preview import _shape
+    @D.register_dataset('outside', model='resnet18_small', img_size=20, augment='flip', train_images=700, heldout_images=70, num_classes=7,
+                        in_chans=1, label='Out-7', in_paper=True, stand_in='digits',
+                        benchmark=dict(train_size=350, img_size=10, recipe=dict(epochs=3, batch_size=32, patience=None)),
+                        benchmark_by_arch={'vit': dict(augment='none', method_overrides={'lotus': {'alpha': 4.}})})
+    def load_outside(root=None, download=True): raise FileNotFoundError('outside: never here')
+    try:
+        rn, vit = benchmark_defaults('outside', 'resnet18_small'), benchmark_defaults('outside', 'vit_small')
+        assert (rn['train_size'], rn['img_size'], rn['recipe'].epochs, rn['method_overrides']) == (350, 10, 3, {})
+        assert (vit['augment'], vit['method_overrides']) == ('none', {'lotus': {'alpha': 4.}})
+        assert (benchmark_augment('outside', 'resnet18_small'), benchmark_augment('outside', 'vit_small')) == ('flip', 'none')
+        assert BENCHMARK_DEFAULTS[('outside', 'vit')]['augment'] == 'none' and BENCHMARK_DEFAULTS['outside']['recipe'].batch_size == 32
+        assert _shape(BenchmarkSpec('outside', 'resnet18_small'), None) == (350, 70, 7, 1, 10)      # the preview counts it from its registered sizes
+        assert (STAND_INS['outside'], LABELS['outside']) == ('digits', 'Out-7')
+        pb = PB('outside', 'resnet18')
+        assert plan_benchmark(pb, 'paper').label == 'RN18 / Out-7'
+        p = plan_benchmark(pb, 'embedded'); assert (p.spec.dataset, p.label) == ('digits', 'RN18-small / digits (for Out-7)')
+    finally: del D.DATASETS['outside']
+    assert 'outside' not in BENCHMARK_DEFAULTS and 'outside' not in STAND_INS and 'outside' not in LABELS
+
+def test_fashionmnist_dataset_and_benchmark_settings():
+    "Fashion-MNIST loaded alone keeps its native 28 px and crop-and-flip augmentation; its embedded benchmark (the main job's) runs 2,500 images at 14 px without augmentation, both read from its one registration"
+    from lotus_nb.benchmark import benchmark_defaults, benchmark_augment
+    dd, b = dataset_defaults('fashionmnist'), benchmark_defaults('fashionmnist', 'resnet18_small')
+    assert (dd.img_size, dd.augment) == (28, 'crop_flip')
+    assert (b['train_size'], b['img_size'], b['augment'], benchmark_augment('fashionmnist', 'resnet18_small')) == (2_500, 14, 'none', 'none')
+    assert (b['recipe'].epochs, b['recipe'].batch_size, b['recipe'].warmup, b['recipe'].schedule) == (25, 256, 2, 'cosine')
+
 def test_imagenet_forget_rule_through_a_benchmark(tmp_path):
     "BenchmarkSpec.data_options reaches the loader: the authors' fixed forget set is one override away, with its own setup"
     from lotus_nb.experiment import BenchmarkSpec, resolve_spec, prepare
@@ -418,10 +450,11 @@ def _imports_of(path: Path) -> set:
     return out
 
 def test_data_parts_import_one_way():
-    "The data core imports no other lotus_nb module but the registry floor below it (so no reader), nothing but tests and notebooks imports lotus_nb.testing"
+    "The data core imports no other lotus_nb module but the ground floor below it (registry, checks) (so no reader), nothing but tests and notebooks imports lotus_nb.testing"
     pkg = Path(D.__file__).parent
-    assert _imports_of(pkg/'data.py') == {'registry'}          # Registry: the dicts the readers fill (nbs/00a_registry.ipynb)
+    assert _imports_of(pkg/'data.py') == {'registry', 'checks'}   # Registry: the dicts the readers fill (nbs/00a_registry.ipynb); the checks of user input (00b_checks)
     assert _imports_of(pkg/'registry.py') == set()            # which imports no lotus_nb module (the catalog by name, on first read)
+    assert _imports_of(pkg/'checks.py') == set()              # nor do the checks
     importers = sorted(p.name for p in pkg.glob('*.py') if p.stem not in ('testing', '_modidx') and 'testing' in _imports_of(p))
     assert importers == [], f"runtime modules import lotus_nb.testing: {importers}"
     code = ("import sys, lotus_nb.experiment, lotus_nb.grid; from lotus_nb.data import DATASETS; "

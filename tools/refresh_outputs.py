@@ -11,14 +11,26 @@ call forces on anyway are removed by `normalise`). The outputs then go through `
 `clean_nb` with settings.ini's options, so `nbdev_clean` leaves the written notebook as it is.
 
 A notebook whose run raises is left as it was, byte for byte; the report names the cell (`#n`, counted from 1 as in
-the file, with its id and first line) and the error. So is a notebook edited while it ran. The notebooks run by papermill (`skip_exec` in their front
-matter: experiments, paper, ablations, ...) are skipped, as `nbdev_test` skips them. After `index.ipynb` (settings.ini's
-`readme_nb`) is rewritten, README.md is regenerated from it (`tools/make_readme.py`).
+the file, with its id and first line) and the error. So is a notebook edited while it ran. The notebooks run by
+papermill (`skip_exec` in their front matter: experiments, paper, ablations, ...) are skipped, as `nbdev_test` skips
+them (but see `experiments` below). After `index.ipynb` (settings.ini's `readme_nb`) is rewritten, README.md is
+regenerated from it (`tools/make_readme.py`).
 
     python tools/refresh_outputs.py                           # every chapter: index and nbs/NN*_*.ipynb, in place
     python tools/refresh_outputs.py 00_theory nbs/24_hashing.ipynb   # these (names, file names or paths)
     python tools/refresh_outputs.py --check 00_theory         # execute, compare with the stored outputs, write nothing
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
+    python tools/refresh_outputs.py experiments               # the experiments notebook by papermill, and the embedded paper's page
+    python tools/refresh_outputs.py --papermill               # everything: every chapter, then the experiments notebook and the page
+
+The experiments notebook (`experiments`, or `--papermill`) is the one papermill notebook that keeps outputs: it runs
+with papermill on its defaults (the embedded benchmark, as `papermill nbs/experiments.ipynb out.ipynb`; its results in
+a temporary folder), its outputs are stored in nbs/experiments.ipynb (normalised and cleaned as the chapters', the log
+lines in one stream), and its tables and figures are written on the page nbs/embedded_paper.ipynb (figures in
+nbs/images/embedded/), with `provenance.json` there: the fingerprint of the code that made them (`code_fingerprint`:
+lotus_nb's files, the notebook's source, the parameters). About 10 minutes on 2 idle cores, 16 on busy ones.
+`--check experiments` runs nothing: it recomputes the fingerprint and compares the page with the notebook
+(`check_experiments`, as tests/test_visible_paper.py does).
 
 `--check` (and tests/test_outputs.py, which uses `check`) compares the stored outputs with fresh ones after
 `normalise(nb, compare=True)`; a chapter with no stored outputs, where a fresh run shows some, is stale like any other.
@@ -412,6 +424,239 @@ def stored_fingerprint() -> str:
     "The fingerprint of the machine that last wrote the chapters' outputs ('' when none is stored)"
     return FINGERPRINT.read_text().strip() if FINGERPRINT.exists() else ''
 
+# ---------------------------------------------------------------- the experiments notebook and the embedded paper's page
+
+# The papermill notebooks keep no outputs of their own, except `experiments.ipynb`: `refresh_experiments` runs it with
+# papermill on its defaults (the embedded benchmark; `papermill nbs/experiments.ipynb out.ipynb` as the README runs
+# it, in a temporary folder: its `results/` is not the repository's), stores the executed notebook's outputs in
+# nbs/experiments.ipynb itself, and writes its tables and figures on a page of the site, nbs/embedded_paper.ipynb
+# (figures under nbs/images/embedded/, which the page's cells only read), with the fingerprint of the code that made
+# them: `code_fingerprint`. tests/test_visible_paper.py recomputes it (`check_experiments`) and fails once lotus_nb
+# or the notebook changed since. The whole paper at embedded scale (nbs/paper.ipynb: 19 min at one thread on 2 idle
+# cores, far more on a busy machine) is not refreshed here: its main tables are this benchmark's, on the same stand-in.
+EXPERIMENTS = 'experiments.ipynb'
+EMBEDDED_PAGE = 'embedded_paper.ipynb'
+EMBEDDED_DIR = Path('images')/'embedded'               # relative to nbs/ (or to `out`), as the page reads it
+PROVENANCE = 'provenance.json'
+EXPERIMENTS_CMD = 'python tools/refresh_outputs.py experiments'
+EXPERIMENTS_COST = 'about 10 min on 2 idle cores at OMP_NUM_THREADS=1; 16 min measured on 2 busy ones'
+
+def code_files() -> list[Path]:
+    "What the results of the package depend on: every module and data file of lotus_nb/ but the generated index `_modidx.py`"
+    pkg = ROOT/settings().get('lib_path', 'lotus_nb')
+    return sorted(p for p in pkg.rglob('*') if p.is_file() and p.suffix in ('.py', '.csv', '.json') and p.name != '_modidx.py'
+                  and '__pycache__' not in p.parts and not p.name.startswith('.'))
+
+def _sha(b:bytes) -> str:
+    import hashlib
+    return hashlib.sha256(b).hexdigest()
+
+def code_fingerprint(nb:Path|None=None, params:dict|None=None) -> dict:
+    """What determines the experiments notebook's results, hashed: each file of `code_files` (sha256), the notebook's
+    cells (type and source: its parameters' defaults among them) and the parameters passed (`{}`: the defaults).
+    `fingerprint` is the hash of the rest; it changes with any change to the code, the notebook or the parameters"""
+    nb = Path(nb or nbs_path()/EXPERIMENTS)
+    files = {p.relative_to(ROOT).as_posix(): _sha(p.read_bytes())[:16] for p in code_files()}
+    cells = _sha(json.dumps(_cells(json.loads(nb.read_text(encoding='utf-8'))), ensure_ascii=False).encode())[:16]
+    params = dict(params or {})
+    whole = _sha(json.dumps(dict(files=files, notebook=cells, parameters=params), sort_keys=True).encode())[:16]
+    return dict(fingerprint=whole, files=files, notebook=cells, parameters=params)
+
+def _merge_streams(nb:dict) -> dict:
+    "Consecutive stream outputs of one name as one (the log comes a line at a time), in place"
+    for cell in nb.get('cells', []):
+        outs = []
+        for o in cell.get('outputs', []):
+            if o.get('output_type') == 'stream' and outs and outs[-1].get('output_type') == 'stream' and outs[-1].get('name') == o.get('name'):
+                outs[-1] = dict(outs[-1], text=_split(_join(outs[-1]['text']) + _join(o.get('text'))))
+            else: outs.append(o)
+        if 'outputs' in cell: cell['outputs'] = outs
+    return nb
+
+def run_papermill(src:Path, params:dict|None=None, timeout:int=3600, workdir:Path|None=None) -> dict:
+    """Run notebook `src` with papermill in a fresh process (`run_env`, lotus_nb from this checkout), its kernel in
+    `workdir` (a relative `out_dir` lands there), with `params` (none: the notebook's defaults, no injected cell).
+    Returns dict(status 'ok' or 'failed', wall, nb: the executed notebook's JSON, error, log)"""
+    src = Path(src).resolve()
+    out = Path(workdir)/'executed.ipynb'
+    cmd = [sys.executable, '-m', 'papermill', str(src), str(out), '--cwd', str(workdir), '--no-progress-bar']
+    for k, v in (params or {}).items(): cmd += ['-y', json.dumps({k: v})]
+    env = run_env(); env['PYTHONPATH'] = os.pathsep.join([str(ROOT)] + [p for p in [env.get('PYTHONPATH')] if p])
+    env.pop('PYTEST_CURRENT_TEST', None)            # under pytest ipykernel would keep the log (fd 2) out of the notebook
+    t0 = time.time()
+    try: p = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return dict(status='failed', wall=time.time() - t0, error=f'timed out after {timeout} s', log=str(e.stderr or '')[-4000:])
+    wall = time.time() - t0
+    if p.returncode or not out.exists():
+        err = next((l for l in reversed((p.stderr or '').splitlines()) if re.match(r'\w+(Error|Exception)\b', l)), f'papermill exited with status {p.returncode}')
+        return dict(status='failed', wall=wall, error=err, log=(p.stderr or '')[-6000:])
+    return dict(status='ok', wall=wall, nb=json.loads(out.read_text(encoding='utf-8')), log=p.stderr)
+
+def stored_outputs(src_nb:dict, executed:dict) -> dict:
+    """`src_nb` (the notebook as committed) with the outputs of `executed` (papermill's run of it), normalised and
+    cleaned as the chapters are; the parameters cell papermill injects, if any, is not stored"""
+    cells = [c for c in executed['cells'] if 'injected-parameters' not in c.get('metadata', {}).get('tags', [])]
+    if _cells(dict(cells=cells)) != _cells(src_nb): raise ValueError('the executed notebook has other cells than the source')
+    nb = copy.deepcopy(src_nb)
+    for cell, new in zip(nb['cells'], cells):
+        if cell.get('cell_type') == 'code': cell['outputs'], cell['execution_count'] = copy.deepcopy(new.get('outputs', [])), None
+    return clean(normalise(_merge_streams(nb)))
+
+def _md_cell(src:str) -> dict: return dict(cell_type='markdown', metadata={}, source=_split(src))
+
+def _code_cell(src:str, outputs:list) -> dict:
+    return dict(cell_type='code', execution_count=None, metadata={}, outputs=outputs, source=_split(src))
+
+def _figure_names(nb:dict, fig_dir:Path|None) -> dict:
+    "{base64 PNG: name} for the figures the run wrote (`{key}_tau_trace.png` -> `tau_trace`), matched by their bytes"
+    names = {}
+    for f in sorted(Path(fig_dir).glob('*.png')) if fig_dir and Path(fig_dir).exists() else []:
+        m = re.search(r'-[0-9a-f]{6,}_(\w+)$', f.stem)
+        names[base64.b64encode(f.read_bytes()).decode()] = m[1] if m else f.stem
+    return names
+
+def embedded_page(nb:dict, prov:dict, figures:dict|None=None) -> tuple[dict, dict]:
+    """The page of the embedded paper, from `nb` (the experiments notebook with its stored outputs): the headings
+    and prose of its sections from the first table on, each table (its Markdown outputs), each figure (a cell that
+    shows the committed PNG, its output stored) and the verdict. Returns (page notebook, {file name: PNG bytes})"""
+    figures, pngs = figures or {}, {}
+    dataset = prov['parameters'].get('dataset', prov.get('defaults', {}).get('dataset', '?'))
+    cells = [_md_cell("# The embedded paper\n\n> The paper's tables and figures on the embedded benchmark, as the experiments notebook "
+                      "regenerated them: written by the refresh command, never by hand."),
+             _md_cell(f"These are the outputs of one run of [the experiments notebook](experiments.ipynb) with papermill on its defaults "
+                      f"(`papermill nbs/experiments.ipynb out.ipynb`: dataset `{dataset}`, every method, the paper's seeds), stored in that "
+                      f"notebook too. `{EXPERIMENTS_CMD}` reruns it ({EXPERIMENTS_COST}) and rewrites both, with the figures in "
+                      f"`nbs/{EMBEDDED_DIR.as_posix()}/`.\n\nMade by the code of fingerprint `{prov['fingerprint']}` (lotus_nb's modules, "
+                      f"the notebook's source and its parameters; each file's hash is in `nbs/{(EMBEDDED_DIR/PROVENANCE).as_posix()}`), "
+                      f"PyTorch {prov['torch']}, arithmetic `{prov['numerics']}`. `tests/test_visible_paper.py` fails when the code has "
+                      f"changed since: then run the command again.")]
+    started, n_fig = False, 0
+    for c in nb['cells']:
+        src = _join(c.get('source'))
+        if c['cell_type'] == 'markdown':
+            started = started or bool(re.match(r'##\s+`?tab:', src))
+            if started: cells.append(_md_cell(src))
+            continue
+        if not started or c['cell_type'] != 'code': continue
+        for o in c.get('outputs', []):
+            data = o.get('data', {})
+            if 'image/png' in data:
+                b64 = _join(data['image/png']).strip()
+                n_fig += 1
+                name = f"{figures.get(b64, f'figure_{n_fig}')}.png"
+                pngs[name] = base64.b64decode(b64)
+                cells.append(_code_cell(f"#| echo: false\nfrom IPython.display import Image\nImage(filename='{(EMBEDDED_DIR/name).as_posix()}')",
+                                        [dict(output_type='execute_result', execution_count=None, metadata={},
+                                              data={'image/png': b64, 'text/plain': ['<IPython.core.display.Image object>']})]))
+            elif 'text/markdown' in data: cells.append(_md_cell(_join(data['text/markdown'])))
+            elif o.get('output_type') == 'stream' and o.get('name') == 'stdout':
+                cells.append(_md_cell('\n\n'.join('> ' + l for l in _join(o['text']).strip().splitlines())))
+    page = dict(cells=cells, metadata={'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}},
+                nbformat=4, nbformat_minor=5)
+    for i, c in enumerate(page['cells']): c['id'] = _sha(f'{i}:{_join(c["source"])}'.encode())[:8]
+    return clean(page), pngs
+
+def _write(dst:Path, text:str|bytes):
+    "Write `dst` atomically: a reader never sees half a file"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(f'.{dst.name}.refresh-tmp')
+    tmp.write_bytes(text) if isinstance(text, bytes) else tmp.write_text(text, encoding='utf-8')
+    os.replace(tmp, dst)
+
+def refresh_experiments(params:dict|None=None, out:Path|None=None, timeout:int=3600, log=print) -> dict:
+    """Run nbs/experiments.ipynb with papermill (`params`; none: its defaults), then write into `out` (default nbs/,
+    in place) `experiments.ipynb` with the run's outputs, the page `embedded_paper.ipynb` and `images/embedded/` (its
+    figures and `provenance.json`: the code's fingerprint, the parameters, torch and the arithmetic). A failed run, or
+    a notebook edited while it ran, writes nothing. Returns dict(status, wall, written | error)"""
+    src = nbs_path()/EXPERIMENTS
+    before = json.loads(src.read_text(encoding='utf-8'))
+    prov = code_fingerprint(src, params)          # the code as it is when the run starts
+    with tempfile.TemporaryDirectory(prefix='refresh_experiments_') as d:
+        res = run_papermill(src, params, timeout, Path(d))
+        if res['status'] != 'ok':
+            log(f"FAIL  nbs/{EXPERIMENTS}: {res['error']} ({res['wall']:.0f} s); nothing written\n" +
+                '\n'.join('      ' + l for l in res.get('log', '').strip().splitlines()[-15:]))
+            return res
+        now = json.loads(src.read_text(encoding='utf-8'))
+        if _cells(now) != _cells(before):
+            log(f"FAIL  nbs/{EXPERIMENTS}: the notebook was edited while it ran: run it again; nothing written")
+            return dict(status='failed', wall=res['wall'], error='edited while it ran')
+        if code_fingerprint(src, params)['fingerprint'] != prov['fingerprint']:   # the kernel imported lotus_nb at its start
+            log(f"warn  lotus_nb changed while nbs/{EXPERIMENTS} ran: what is written records the code of the start "
+                f"({prov['fingerprint']}), which the check will call stale: run `{EXPERIMENTS_CMD}` again")
+        try: nb = stored_outputs(now, res['nb'])
+        except ValueError as e:
+            log(f"FAIL  nbs/{EXPERIMENTS}: {e}; nothing written"); return dict(status='failed', wall=res['wall'], error=str(e))
+        figures = _figure_names(nb, Path(d)/str((params or {}).get('out_dir') or 'results')/'figures')   # the notebook's default out_dir
+    import papermill as pm, torch
+    prov = dict(command=EXPERIMENTS_CMD, **prov, defaults={k: v['default'] for k, v in pm.inspect_notebook(str(src)).items()},
+                torch=torch.__version__.split('+')[0], numerics=numerics_fingerprint())
+    prov['defaults'] = {k: v.strip("'\"") if isinstance(v, str) else v for k, v in prov['defaults'].items()}
+    page, pngs = embedded_page(nb, prov, figures)
+    prov['figures'] = {n: _sha(b)[:16] for n, b in pngs.items()}
+    dst = Path(out) if out else nbs_path()
+    img = dst/EMBEDDED_DIR
+    for name, b in pngs.items(): _write(img/name, b)
+    for f in img.glob('*.png') if img.exists() else []:
+        if f.name not in pngs: f.unlink()            # a figure the run no longer makes
+    _write(img/PROVENANCE, json.dumps(prov, indent=1, sort_keys=True) + '\n')
+    _write(dst/EMBEDDED_PAGE, nb_text(page))
+    _write(dst/EXPERIMENTS, nb_text(nb))
+    log(f"ok    nbs/{EXPERIMENTS}: papermill run in {res['wall']/60:.1f} min; outputs stored, {EMBEDDED_PAGE} and "
+        f"{EMBEDDED_DIR.as_posix()}/ written (code fingerprint {prov['fingerprint']})")
+    return dict(status='ok', wall=res['wall'], written=[dst/EXPERIMENTS, dst/EMBEDDED_PAGE, img])
+
+def _page_tables(page:dict) -> list[str]:
+    "The Markdown tables on the page: each markdown cell that holds one (a line starting `|`), stripped"
+    return [_join(c['source']).strip() for c in page['cells'] if c['cell_type'] == 'markdown'
+            and any(l.startswith('|') for l in _join(c['source']).splitlines())]
+
+def check_experiments(where:Path|None=None, params:dict|None=None) -> list[str]:
+    """Problems with the stored experiments notebook and the embedded paper's page in `where` (default nbs/), without
+    running anything: the code's fingerprint now differs from the one they were made with (naming the files changed),
+    they were made with other parameters than `params` (default: none, the notebook's defaults), the notebook keeps
+    no outputs, the page's tables or figures are not the notebook's, a figure file is not the one the page shows"""
+    where = Path(where or nbs_path())
+    nb_f, page_f, prov_f = where/EXPERIMENTS, where/EMBEDDED_PAGE, where/EMBEDDED_DIR/PROVENANCE
+    how = f"refresh them with `{EXPERIMENTS_CMD}` ({EXPERIMENTS_COST})"
+    missing = [f.relative_to(where).as_posix() for f in (nb_f, page_f, prov_f) if not f.exists()]
+    if missing: return [f"no {', '.join(missing)} in {where}: {how}"]
+    prov = json.loads(prov_f.read_text(encoding='utf-8'))
+    nb, page = json.loads(nb_f.read_text(encoding='utf-8')), json.loads(page_f.read_text(encoding='utf-8'))
+    now, probs = code_fingerprint(nb_f, params), []
+    if now['fingerprint'] != prov.get('fingerprint'):
+        files = prov.get('files', {})
+        changed = sorted(k for k in files.keys() | now['files'].keys() if files.get(k) != now['files'].get(k))
+        what = ([f"changed since: {', '.join(changed[:12])}" + (' ...' if len(changed) > 12 else '')] if changed else []) + \
+               (['the notebook\'s source changed'] if now['notebook'] != prov.get('notebook') else []) + \
+               ([f"made with parameters {prov.get('parameters')}, not {now['parameters']}"] if now['parameters'] != prov.get('parameters') else [])
+        probs.append(f"nbs/{EXPERIMENTS}'s stored outputs and nbs/{EMBEDDED_PAGE} were made by other code (fingerprint "
+                     f"{prov.get('fingerprint')}, now {now['fingerprint']}: {'; '.join(what) or 'see provenance.json'}): {how}")
+    if f"`{prov.get('fingerprint')}`" not in json.dumps(page, ensure_ascii=False):
+        probs.append(f"nbs/{EMBEDDED_PAGE} does not show the fingerprint of {prov_f.name} ({prov.get('fingerprint')}): {how}")
+    code = [c for c in nb['cells'] if c['cell_type'] == 'code']
+    if not any(c.get('outputs') for c in code): probs.append(f"nbs/{EXPERIMENTS} keeps no outputs: {how}"); return probs
+    shown = [_join(o['data']['text/markdown']).strip() for c in code for o in c.get('outputs', []) if 'text/markdown' in o.get('data', {})]
+    tables = _page_tables(page)
+    if not tables: probs.append(f"nbs/{EMBEDDED_PAGE} shows no table: {how}")
+    if bad := [t.splitlines()[0][:100] for t in tables if t not in shown]:
+        probs.append(f"tables on nbs/{EMBEDDED_PAGE} that nbs/{EXPERIMENTS} does not show (another run): {bad}: {how}")
+    if len(tables) != len(shown): probs.append(f"nbs/{EMBEDDED_PAGE} shows {len(tables)} tables, nbs/{EXPERIMENTS} {len(shown)}: {how}")
+    imgs = lambda cells: [_join(o['data']['image/png']).strip() for c in cells if c['cell_type'] == 'code'
+                          for o in c.get('outputs', []) if 'image/png' in o.get('data', {})]
+    if imgs(page['cells']) != imgs(nb['cells']):
+        probs.append(f"the figures on nbs/{EMBEDDED_PAGE} are not those of nbs/{EXPERIMENTS} ({len(imgs(page['cells']))} and "
+                     f"{len(imgs(nb['cells']))}): {how}")
+    for c in page['cells']:
+        m = re.search(r"Image\(filename='([^']+)'\)", _join(c.get('source')))
+        if not m: continue
+        f, b64 = where/m[1], next((_join(o['data']['image/png']).strip() for o in c.get('outputs', []) if 'image/png' in o.get('data', {})), '')
+        if not f.exists() or base64.b64encode(f.read_bytes()).decode() != b64:
+            probs.append(f"{f.relative_to(where).as_posix()} is not the figure nbs/{EMBEDDED_PAGE} shows: {how}")
+    return probs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index and nbs/NN*_*.ipynb)')
@@ -421,17 +666,30 @@ def main(argv=None):
     ap.add_argument('--flags', default='', help='space-separated test flags to run that are normally skipped (slow cuda)')
     ap.add_argument('--timeout', type=int, default=1800, help='seconds one notebook may run (default 1800)')
     ap.add_argument('--_worker', nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument('--papermill', action='store_true', help=f'also the experiments notebook and the embedded paper\'s page '
+                    f'(what `{EXPERIMENTS_CMD}` does: {EXPERIMENTS_COST}), after the chapters')
     a = ap.parse_args(argv)
     if a._worker: return _worker_main(*a._worker)
     paths = [resolve(n) for n in a.notebooks] if a.notebooks else chapters()
+    exp = nbs_path().resolve()/EXPERIMENTS
+    run_exp = exp in paths or a.papermill
+    paths = [p for p in paths if p != exp]
     t0 = time.time()
-    res = refresh(paths, a.n_workers, a.out, a.check, a.flags.split(), a.timeout)
+    res = refresh(paths, a.n_workers, a.out, a.check, a.flags.split(), a.timeout) if paths else {}
     if not a.check and not a.out and any(r.get('written') or r['status'] == 'ok' for r in res.values()):
         FINGERPRINT.write_text(numerics_fingerprint() + '\n')   # the arithmetic these outputs were made with
     bad = [p for p, r in res.items() if r['status'] == 'failed' or r.get('problems')]
-    print(f"{len(res)} notebooks in {time.time() - t0:.0f} s: {sum(r['status'] == 'ok' for r in res.values())} ran, "
-          f"{sum(r['status'] == 'skipped' for r in res.values())} skipped, {len(bad)} " + ('stale or failed' if a.check else 'failed')
-          + (': ' + ' '.join(p.name for p in bad) if bad else ''))
+    if run_exp:
+        if a.check:                                 # no run (it takes minutes): the fingerprint and the page against the notebook
+            probs = check_experiments()
+            print(f"{'ok   ' if not probs else 'STALE'} nbs/{EXPERIMENTS} and nbs/{EMBEDDED_PAGE}: "
+                  + ('made by the current code, and the page shows the notebook\'s tables and figures' if not probs else '\n'.join(probs)))
+        else: probs = refresh_experiments(out=Path(a.out) if a.out else None, timeout=max(a.timeout, 3600))['status'] != 'ok'
+        if probs: bad.append(exp)
+    n = len(res) + run_exp
+    print(f"{n} notebooks in {time.time() - t0:.0f} s: {sum(r['status'] == 'ok' for r in res.values()) + (run_exp and exp not in bad)} "
+          f"{'checked' if a.check and not res else 'ran'}, {sum(r['status'] == 'skipped' for r in res.values())} skipped, {len(bad)} "
+          + ('stale or failed' if a.check else 'failed') + (': ' + ' '.join(p.name for p in bad) if bad else ''))
     sys.exit(1 if bad else 0)
 
 if __name__ == '__main__': main()
