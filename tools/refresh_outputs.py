@@ -439,7 +439,7 @@ EMBEDDED_PAGE = 'embedded_paper.ipynb'
 EMBEDDED_DIR = Path('images')/'embedded'               # relative to nbs/ (or to `out`), as the page reads it
 PROVENANCE = 'provenance.json'
 EXPERIMENTS_CMD = 'python tools/refresh_outputs.py experiments'
-EXPERIMENTS_COST = 'about 10 min on 2 idle cores at OMP_NUM_THREADS=1; 16 min measured on 2 busy ones'
+EXPERIMENTS_COST = 'about 6 min on 2 idle cores at OMP_NUM_THREADS=1 (6.1 min measured; 16 min on 2 busy ones)'
 
 def code_files() -> list[Path]:
     "What the results of the package depend on: every module and data file of lotus_nb/ but the generated index `_modidx.py`"
