@@ -151,7 +151,7 @@ def _ray_original(spec, seed, methods, name, device, threads, storage):
 def _ray_unit(spec, unit, methods, done, device, threads, storage, names, *blobs):
     "A Ray task: one unit; `blobs` (resolved by Ray before it starts: it waits for them) are the checkpoints `names`"
     logging.basicConfig(level=logging.INFO, format='%(message)s')
-    import ray
+    ray = optional_import('ray', 'ray')
     out = worker_unit(spec, unit, methods, done, device, threads, storage, dict(zip(names, blobs)))
     return {**out, 'node': f"{out['node']}, {ray.get_runtime_context().get_node_id()[:8]}"}   # the host and the Ray node: several nodes may share a host
 
@@ -167,7 +167,11 @@ def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
     task = ray.remote(num_cpus=0)(check_data)
     refs = {task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n['NodeID'], soft=False)).remote(specs, methods):
             f"{n['NodeManagerAddress']} (Ray node {n['NodeID'][:8]})" for n in nodes}
-    bad = [f"{where}, {m}" for r, where in refs.items() for m in ray.get(r, timeout=timeout_s)]
+    gone = tuple(getattr(ray.exceptions, e) for e in ('TaskUnschedulableError', 'NodeDiedError') if hasattr(ray.exceptions, e))
+    bad = []
+    for r, where in refs.items():
+        try: bad += [f"{where}, {m}" for m in ray.get(r, timeout=timeout_s)]
+        except gone: log.warning(f"check_nodes: {where} left the cluster during the checks; Ray schedules no unit there")   # a node lost or not yet marked dead
     if bad: raise FileNotFoundError("data missing on the cluster's nodes (nothing was trained):\n" + "\n".join(bad))
 
 # %% ../nbs/20_grid.ipynb #657bad23

@@ -192,8 +192,8 @@ def write_index(out_dir,                                   # the artifacts folde
         if e.get('missing'): lines += [f"Missing data: {e['missing']}", '']
         if e.get('command'): lines += ['Made by:', '', f"```bash\n{e['command']}\n```", '']
         if e.get('published'): lines += [f"Published (paper): {e['published']}", '']
-    (out/'index.md').write_text('\n'.join(lines))
-    return out/'index.md'
+    Store(out).index.write_text('\n'.join(lines))
+    return Store(out).index
 
 # %% ../nbs/22_paper_tables.ipynb #5f7b6ca5
 from .report import metric_table, MAIN_ROWS

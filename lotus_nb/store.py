@@ -90,7 +90,7 @@ def _stem(ident:tuple) -> str:
 # %% ../nbs/07a_store.ipynb #96728b25
 @dataclass(frozen=True)
 class Store:
-    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/, privacy_results.csv, tuning.db and trials/; each row mirrored to `tracker` where there is one"
+    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/, privacy_results.csv, tuning.db, trials/, index.md and notebooks/; each row mirrored to `tracker` where there is one"
     root: Path            # the folder; created on the first write
     cache_dir: Path = None # checkpoints of f_orig and f_gold; None: root/checkpoints
     tracker: object = None # a lotus_nb.tracking.Tracker: each appended row becomes one of its runs; None: none
@@ -115,6 +115,10 @@ class Store:
     def tuning_db(self) -> Path: return self.root/'tuning.db'
     @property
     def trials(self) -> Path: return self.root/'trials'
+    @property
+    def index(self) -> Path: return self.root/'index.md'
+    @property
+    def notebooks(self) -> Path: return self.root/'notebooks'
 
 # %% ../nbs/07a_store.ipynb #a2aad6de
 @patch

@@ -217,7 +217,7 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
     space, vspec = search_space(method), validation_spec(spec, seeds, val_seed, heldout)
     _check_budget(trials, budget_s, parallel)
     study = _open_tuning(vspec, method, space, out_dir, val_seed, sampler_seed, trials, budget_s, prune, prune_startup)
-    cache = Path(out_dir)/'checkpoints' if cache_dir is None else cache_dir
+    cache = Store(out_dir, cache_dir).checkpoints
     n, spent = counted(study)
     while n < trials and spent < budget_s:
         _run_trials(study, method, space, vspec, min(parallel, trials - n), prune, val_seed, out_dir, executor, cache, options)

@@ -13,9 +13,9 @@ METHODS = ['gold', 'finetune', 'lotus']
 SHADOWS = 4
 
 def audit(out_nb, out_dir, timeout=600):
-    "Execute the audit notebook on digits with 4 shadows and `METHODS` into `out_nb`, writing under `out_dir`"
+    "Execute the audit notebook on digits with 4 shadows and `METHODS` into `out_nb`, writing under `out_dir`, each row also an MLflow run"
     return run([sys.executable, '-m', 'papermill', AUDIT_NB, out_nb, '--no-progress-bar', '-p', 'dataset', 'digits',
-                '-p', 'shadows', SHADOWS, '-y', f"methods: [{', '.join(METHODS)}]", '-p', 'out_dir', out_dir], timeout=timeout)
+                '-p', 'shadows', SHADOWS, '-y', f"methods: [{', '.join(METHODS)}]", '-p', 'out_dir', out_dir, '-p', 'tracking', 'mlflow'], timeout=timeout)
 
 @pytest.fixture(scope='module')
 def digits_audit(tmp_path_factory):
@@ -128,6 +128,19 @@ def test_output_notebook(digits_audit):
     assert "digits with resnet18_small: 4 shadows" in outputs, "the parameters reached the notebook"
     verdict = (res/'tables'/'privacy_verdict.md').read_text()
     assert "U-LiRA's AUC on the Gold Standard is" in verdict and display_name('lotus') in verdict
+
+def test_rows_tracked(digits_audit):
+    "(Before test_rerun_resumes, which drops a logged row from results.csv by hand.) -p tracking mlflow: each (method, shadow) row of the audit's store is one FINISHED MLflow run with the row's metrics (the audit runs on the grid, which logs)"
+    mlflow = pytest.importorskip('mlflow')
+    _, res = digits_audit
+    c = mlflow.MlflowClient(f"sqlite:///{res/'mlflow.db'}")
+    runs = [r for r in c.search_runs([c.get_experiment_by_name('lotus_nb').experiment_id], max_results=1000) if r.data.tags['lotus_nb.kind'] == 'row']
+    df = pd.read_csv(res/'results.csv')
+    assert sorted((r.data.params['method'], int(r.data.params['seed'])) for r in runs) == sorted(zip(df.method, df.seed)) and len(df) == len(METHODS)*SHADOWS
+    assert {r.info.status for r in runs} == {'FINISHED'}
+    for r in runs:
+        want = df[(df.method == r.data.params['method']) & (df.seed == int(r.data.params['seed']))].iloc[0]
+        assert r.data.metrics['mia'] == pytest.approx(want.mia, rel=1e-12) and r.data.metrics['acc_forget'] == pytest.approx(want.acc_forget, rel=1e-12)
 
 def test_rerun_resumes(digits_audit):
     "A rerun retrains nothing; a (shadow, method) whose row a killed run never wrote is recomputed alone, identically"

@@ -240,7 +240,9 @@ def test_worker_node_lost_mid_grid(cluster):
         (k, rows, when), = killed
         print(f"\nworker{k} killed after {rows} row(s) were in, while it ran a unit; the driver finished {time.time() - when:.0f} s later ({t:.0f} s in all)")
         assert rc == 0 and 'DRIVER DONE' in out, out[-8000:]
-        assert 'NODES DEAD 1' in out, out[-4000:]       # Ray saw the node die (the driver asks at the end)
+        # Ray saw the node go: it marked it dead by the end (the driver asks), or, before its heartbeats timed out (a busy machine),
+        # it reported the unit lost with its node and retried it
+        assert 'NODES DEAD 1' in out or 'node it was running on is dead' in out, out[-4000:]
         assert 'already in the store' not in out, out[-8000:]
         raw = pd.read_csv(hide/'nodelost'/'results.csv')
         b = sorted_rows(hide/'nodelost'/'results.csv')
