@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lotus_nb.data import ImageData
 from lotus_nb.splits import make_splits
-from lotus_nb.loaders import tensor_splits, DatasetSplit
+from lotus_nb.loaders import tensor_splits
+from lotus_nb.user_data import DatasetSplit
 from lotus_nb.models import create_model, model_arch, model_input_size, reinit_copy
 from lotus_nb.training import (FAST_STATS, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
                                model_device)

@@ -57,7 +57,7 @@ DEVIATIONS = [
       "Chundawat et al.'s definition; the authors' function is unused and compares with the gold model", 'zrf(p_un, p_other, legacy=True)', 'defect fixed'),
     D('Metrics', 'batch size of metric passes', 'batched (1024) ({lotus_nb.metrics.evaluate})', '-', 'helpers/eval.py:262-268 (collect_prob) batch_size=1',
       'defect (PROTOCOL 7.7): slow, and BatchNorm in train mode', 'none', 'defect fixed'),
-    D('Metrics', 'transforms of forget/retain accuracy', 'eval transforms ({lotus_nb.loaders.DatasetSplit})', '-',
+    D('Metrics', 'transforms of forget/retain accuracy', 'eval transforms ({lotus_nb.user_data.DatasetSplit})', '-',
       'helpers/data_utils.py:183-205 (the training set read with the training transforms), 296-330 (forget and retain are its Subsets; their loaders 319-330)', 'PROTOCOL 3', 'none', 'defect fixed'),
     D('SSD', 'how often dampening is applied', 'once ({lotus_nb.ssd.ssd})', 'once (Foster et al.)',
       'ssd_class.py:202-217 recomputes the importances and dampens (modify_weight, 217) every epoch', 'defect (PROTOCOL 7.5)',
@@ -175,10 +175,10 @@ DEVIATIONS = [
       'alpha tuned "to minimize the Avg Gap score without using the test set"', '- (no tuner in the public code)',
       "the tuner's Avg Gap (its test term, and the MIA's test and unseen non-members) never scores a reported test image; before, about half of the validation test set was reported test images",
       "split_options={'heldout': 'paper'} (validation_spec, tune)", 'our choice'),
-    D('Inputs', 'sets checked before any work', "forget, retain, unseen (and test, in evaluate) share no item; the model takes every set and has an output for every label ({lotus_nb.loaders.check_disjoint}, {lotus_nb.loaders.check_model_fits})",
+    D('Inputs', 'sets checked before any work', "forget, retain, unseen (and test, in evaluate) share no item; the model takes every set and has an output for every label ({lotus_nb.set_checks.check_disjoint}, {lotus_nb.model_checks.check_model_fits})",
       '- (disjoint by construction)', 'no check: forget and retain are Subsets of one training set, D_u and test the halves of the held-out set (helpers/data_utils.py:240-250, 398-418)',
       "a user's sets can overlap or not fit the model: LoTUS ran on them silently, or failed later naming no set", 'UnlearnTask(..., check_sets=False); evaluate(..., check_sets=False); lotus_unlearn(..., check_sets=False)', 'our choice'),
-    D('Inputs', 'a forget set the model never memorised', "lotus_unlearn warns (MemorisationWarning) when f_orig fits D_f no better than D_u: forget accuracy higher by at most 0.02, or mean loss lower by at most 50%, within 2 standard errors ({lotus_nb.loaders.memorisation_warning}); one forward pass over D_f and one over D_u",
+    D('Inputs', 'a forget set the model never memorised', "lotus_unlearn warns (MemorisationWarning) when f_orig fits D_f no better than D_u: forget accuracy higher by at most 0.02, or mean loss lower by at most 50%, within 2 standard errors ({lotus_nb.model_checks.memorisation_warning}); one forward pass over D_f and one over D_u",
       '- (forget sets drawn from the training set)', 'no check: the forget set is drawn from the training set (helpers/data_utils.py:398-418)',
       "a forget set drawn from held-out data, or never memorised, leaves tau_d about 1 and every method's Avg Gap small: the run would measure no unlearning", 'lotus_unlearn(..., check_sets=False)', 'our choice'),
 ]
@@ -412,7 +412,7 @@ def _benchmark_probes() -> dict:
     def memorised():   # MemorisationWarnings of lotus_unlearn on a model that never saw its forget set (an untrained network)
         import warnings, torch.nn as nn
         from lotus_nb.lotus import lotus_unlearn
-        from lotus_nb.loaders import MemorisationWarning
+        from lotus_nb.model_checks import MemorisationWarning
         g = torch.Generator().manual_seed(0); sets = [TensorDataset(torch.randn(n, 6, generator=g), torch.arange(n) % 3) for n in (30, 60, 30)]
         torch.manual_seed(0); m = nn.Linear(6, 3)
         def count(**kw):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import collections, contextlib, logging, os
 import torch, torch.nn as nn, torch.nn.functional as F
 from .checks import check_choice
-from .loaders import as_split, MemorySplit, one_pass
+from .loaders import MemorySplit, one_pass
+from .user_data import as_split
 from .device import autocast, model_device
 
 log = logging.getLogger('lotus_nb')

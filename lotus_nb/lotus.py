@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from .training import accuracy_of, train_epoch, model_device, fast_enabled, graphable
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
                               make_optimizer, with_tags, num_classes_of)
-from .loaders import check_model_fits, memorisation_warning
+from .model_checks import check_model_fits, memorisation_warning
 
 # %% auto #0
 __all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'legacy_accuracy', 'legacy_stop_reached',

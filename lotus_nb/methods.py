@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from .checks import check_choice, check_fraction, check_seed
-from .loaders import as_split, as_splits, MemorySplit, check_disjoint, check_model_fits
+from .loaders import MemorySplit
+from .user_data import as_split, as_splits
+from .set_checks import check_disjoint
+from .model_checks import check_model_fits
 from .device import Timer, set_seed, model_device, autocast
 
-from .toolbox import (student_of, frozen, make_optimizer, with_tags, num_classes_of, cycle, kl_to_targets, grad_sums,
-                              mask_grads)   # the toolbox (its own chapter), handed on with the interface to a method's author
+from .method_parts import (student_of, frozen, make_optimizer, with_tags, num_classes_of, cycle, kl_to_targets, grad_sums,
+                              mask_grads)   # the method parts (their own chapter), handed on with the interface to a method's author
 
 log = logging.getLogger('lotus_nb')
 

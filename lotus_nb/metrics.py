@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from .checks import check_choice
 from .training import predict
-from .loaders import as_splits, check_disjoint, check_model_fits
+from .user_data import as_splits
+from .set_checks import check_disjoint
+from .model_checks import check_model_fits
 
 # %% auto #0
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy', 'mia_entropy',

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np, torch, torch.nn as nn
 from .data import dataset_defaults, torch_threads
 from .checks import check_seed, check_threads
-from .loaders import unseen_split, check_disjoint
+from .loaders import unseen_split
+from .set_checks import check_disjoint
 from .models import model_input_size, reinit_copy
 from .device import get_device, to_device
 from .training import train_cached

@@ -11,7 +11,7 @@ from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from .checks import check_fraction
-from .loaders import as_split
+from .user_data import as_split
 from .methods import Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
 from .random_label import RandomLabelConfig, random_label
 

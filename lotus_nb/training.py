@@ -10,7 +10,7 @@ from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from .checks import check_choice
-from .loaders import as_split
+from .user_data import as_split
 from .device import get_device, set_seed, autocast, model_device, to_device, Timer
 from .loops import (FAST, FAST_STATS, set_fast, fast_path, fast_enabled, OPTIMIZERS, new_optimizer, set_lr, device_batches,
                             cudnn_benchmark, n_batches, predict, accuracy_of, train_step, graphable, StepGraph, step_graph, train_epoch, ce_loss)

@@ -11,7 +11,8 @@ import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from torch.utils.data import Subset
 from tqdm.auto import tqdm
 from .checks import check_choice
-from .loaders import IndexSplit, DatasetSplit
+from .loaders import IndexSplit
+from .user_data import DatasetSplit
 from .training import train_epoch, ce_loss, autocast, model_device
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               num_classes_of)

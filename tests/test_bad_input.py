@@ -192,7 +192,7 @@ def test_readme_call_refuses_inputs_the_model_cannot_take(memorised):
 def test_readme_call_warns_of_a_forget_set_the_model_never_trained_on(memorised):
     "A forget set drawn from held-out data: LoTUS runs, with a MemorisationWarning; a memorised one runs without"
     import copy, warnings, torch
-    from lotus_nb.loaders import MemorisationWarning
+    from lotus_nb.model_checks import MemorisationWarning
     model, x, y = memorised
     before = copy.deepcopy(model.state_dict())
     with pytest.warns(MemorisationWarning, match='does not tell the forget set from the unseen set') as w:

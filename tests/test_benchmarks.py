@@ -57,7 +57,8 @@ def test_user_path_inputs():
     """The benchmark's user-path inputs take the paths they are named for: TensorDatasets and the deterministic torchvision-style Dataset are
     read into memory (MemorySplit, the same images as ours), the one with a random flip streams (DatasetSplit)"""
     import torch
-    from lotus_nb.loaders import as_split, MemorySplit, DatasetSplit
+    from lotus_nb.loaders import MemorySplit
+    from lotus_nb.user_data import as_split, DatasetSplit
     gs = load_script('gpu_speed')
     ts = gs.synthetic_splits(gs.SMALL, torch.device('cpu'))
     ours = torch.cat([x for x, _ in ts['forget'].loader(1024)])

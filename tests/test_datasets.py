@@ -426,7 +426,8 @@ def test_mufac_csv_path_outside_is_refused(tmp_path, kind):
 
 def test_split_interface():
     "TensorSplit, FileSplit and DatasetSplit are Splits; a class with loader and subset counts too; the package asks isinstance, never hasattr"
-    from lotus_nb.loaders import Split, IndexSplit, TensorSplit, FileSplit, DatasetSplit, as_split
+    from lotus_nb.loaders import Split, IndexSplit, TensorSplit, FileSplit
+    from lotus_nb.user_data import DatasetSplit, as_split
     assert issubclass(TensorSplit, IndexSplit) and issubclass(FileSplit, IndexSplit) and issubclass(DatasetSplit, Split)
     class Mine:
         def loader(self, batch_size=128, train=False, seed=0, tags=None): return []

@@ -88,7 +88,8 @@ def test_user_data_feeds_the_graphed_step(demo, how):
     memory budget or with a random transform is), feeds the same graphed step: replays from static buffers (emulated on the CPU)
     give exactly the eager fast path's weights, and the eager fast path the plain path's (float precision)"""
     from torch.utils.data import TensorDataset
-    from lotus_nb.loaders import as_split, DatasetSplit, MemorySplit
+    from lotus_nb.loaders import MemorySplit
+    from lotus_nb.user_data import as_split, DatasetSplit
     f_orig, ts, task = demo
     def user(s):   # the split as a practitioner holds it: normalised images and labels in a TensorDataset
         ds = TensorDataset(*map(torch.cat, zip(*s.loader(1024))))
