@@ -4,16 +4,19 @@
 
 # %% ../nbs/19_deviations.ipynb #fd2fa0a4
 from __future__ import annotations
-import dataclasses, re
+import ast, dataclasses, re
 from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
+import lotus_nb
 from .methods import list_methods, method_config
+from .paper_tables import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
+from .benchmark import BENCHMARK_DEFAULTS
 
 
 # %% auto #0
-__all__ = ['KINDS', 'D', 'DEVIATIONS', 'STAND_IN_SETUP', 'EP', 'BS', 'NU', 'LOTUS', 'DEFAULTS', 'Deviation', 'cite',
-           'render_citations', 'stand_in_rows', 'ledger', 'config_probe', 'offers_switch', 'switch_probes',
+__all__ = ['KINDS', 'DEVIATIONS', 'STAND_IN_SETUP', 'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS',
+           'DEFAULTS', 'Deviation', 'cite', 'render_citations', 'stand_in_rows', 'ledger', 'offers_switch',
            'check_switches', 'recorded_defaults', 'registry_defaults', 'defaults_mismatches', 'check_defaults']
 
 # %% ../nbs/19_deviations.ipynb #953d2ca2
@@ -30,155 +33,154 @@ class Deviation:
     kind: str     # one of KINDS
 
 KINDS = ('defect fixed', 'defect kept', 'code over table', 'our choice', 'stand-in')
-D = Deviation
 DEVIATIONS = [
     # (a) the authors' defects, fixed (PROTOCOL.md section 7)
-    D('NegGrad+', 'gradient ascent on the forget set', 'each step minimises beta*CE(retain) - (1-beta)*CE(forget), beta 0.95 ({lotus_nb.neggrad.neggrad_plus})',
+    Deviation('NegGrad+', 'gradient ascent on the forget set', 'each step minimises beta*CE(retain) - (1-beta)*CE(forget), beta 0.95 ({lotus_nb.neggrad.neggrad_plus})',
       'NegGrad+ (Kurmanji et al.)', 'naive_unlearning_class.py:96-99 flips the sign of empty gradients before backward(): it descends on D_f',
       'defect (PROTOCOL 7.1); published NegGrad+ is finetuning on D_f then D_r', 'none', 'defect fixed'),
-    D('SCRUB', 'the returned model', 'the trained student ({lotus_nb.scrub.scrub})', 'SCRUB (Kurmanji et al.)',
+    Deviation('SCRUB', 'the returned model', 'the trained student ({lotus_nb.scrub.scrub})', 'SCRUB (Kurmanji et al.)',
       'scrub_class.py:61-64 optimises self.model while copies are trained (75-76); returns self.model (133), the original',
       "defect (PROTOCOL 7.2): the published SCRUB column is the Original's (tab:imagenet: SCRUB 1.24/0.94/0.71, Original 1.22/0.94/0.71)",
       "none (the 'original' row is the published column)", 'defect fixed'),
-    D('Metrics', 'model mode during evaluation', 'eval mode ({lotus_nb.training.predict})', 'eval mode implied',
+    Deviation('Metrics', 'model mode during evaluation', 'eval mode ({lotus_nb.loops.predict})', 'eval mode implied',
       "unlearn.py:198 calls log_mia first; its collect_prob (helpers/eval.py:250-277) never calls model.eval(), so the MIA sees the mode the method left the model in (train mode for several baselines: BatchNorm statistics overwritten)",
       'defect (PROTOCOL 7.3)', 'none', 'defect fixed'),
-    D('Metrics', 'JSD formula', "paper's equation: mean over samples of 0.5 KL(p||m) + 0.5 KL(q||m) (column jsd); the authors' JSDiv always beside it (column jsd_legacy, {lotus_nb.metrics.js_legacy})", 'section 3 equation',
+    Deviation('Metrics', 'JSD formula', "paper's equation: mean over samples of 0.5 KL(p||m) + 0.5 KL(q||m) (column jsd); the authors' JSDiv always beside it (column jsd_legacy, {lotus_nb.metrics.js_legacy})", 'section 3 equation',
       'helpers/eval.py:36-62 JSDiv: float32, raw probabilities clamped to [1e-8, 1], each N x K matrix over its global sum, 0.5(KL(m||p)+KL(m||q)) with kl_div batchmean: 1/N x the mean reversed-KL JS; log_js 170-187 (rounded to 6 at 185), called at unlearn.py:207',
       'defect (PROTOCOL 7.4): the value shrinks as 1/N; jsd_legacy is the published scale (the paper-shaped tables and compare_published use it)',
       'legacy_jsd=True (evaluate); jsd(p, q, legacy=True)', 'defect fixed'),
-    D('Metrics', 'RF-JSD scale and reference set', "paper's equation: mean over forget-set classes of JS(P_c||Q_c), Q_c = f_orig's class mean on D_u (column rf_jsd); the authors' value beside it (column rf_jsd_legacy, {lotus_nb.metrics.rf_jsd})",
+    Deviation('Metrics', 'RF-JSD scale and reference set', "paper's equation: mean over forget-set classes of JS(P_c||Q_c), Q_c = f_orig's class mean on D_u (column rf_jsd); the authors' value beside it (column rf_jsd_legacy, {lotus_nb.metrics.rf_jsd})",
       'section 4: 1/k sum_c JS(P_c||Q_c), Q_c on D_u',
       'helpers/eval.py:65-167 log_js_proxy, called at unlearn.py:200-205 with the TEST set: Q_c on the test set, classes absent from D_f dropped (148-150), JSDiv of the k x K matrices (161-164) = (1/k) x the mean reversed-KL JS, rounded to 6 (165)',
       'defect (PROTOCOL 7.4): an extra 1/k (ours/theirs about 4-10 at k = 10, 280-870 at k = 1000 on synthetic outputs); the paper names D_u',
       "rf_jsd(..., legacy=True) on f_orig's test outputs (evaluate: when reference_outputs has test=)", 'defect fixed'),
-    D('Metrics', 'ZRF', '1 - mean per-sample JS(f_un || f_rand) on D_f ({lotus_nb.metrics.zrf})', "Chundawat et al.'s ZRF (a randomly initialised model)",
+    Deviation('Metrics', 'ZRF', '1 - mean per-sample JS(f_un || f_rand) on D_f ({lotus_nb.metrics.zrf})', "Chundawat et al.'s ZRF (a randomly initialised model)",
       'helpers/eval.py:190-223 log_zrf: 1 - JSDiv(f_un, f_gold) on the N x K matrices (the 1/N scale), rounded to 4 (221); never called (no call under src/; unlearn.py:198-207)',
       "Chundawat et al.'s definition; the authors' function is unused and compares with the gold model", 'zrf(p_un, p_other, legacy=True)', 'defect fixed'),
-    D('Metrics', 'batch size of metric passes', 'batched (1024) ({lotus_nb.metrics.evaluate})', '-', 'helpers/eval.py:262-268 (collect_prob) batch_size=1',
+    Deviation('Metrics', 'batch size of metric passes', 'batched (1024) ({lotus_nb.metrics.evaluate})', '-', 'helpers/eval.py:262-268 (collect_prob) batch_size=1',
       'defect (PROTOCOL 7.7): slow, and BatchNorm in train mode', 'none', 'defect fixed'),
-    D('Metrics', 'transforms of forget/retain accuracy', 'eval transforms ({lotus_nb.user_data.DatasetSplit})', '-',
+    Deviation('Metrics', 'transforms of forget/retain accuracy', 'eval transforms ({lotus_nb.user_data.DatasetSplit})', '-',
       'helpers/data_utils.py:183-205 (the training set read with the training transforms), 296-330 (forget and retain are its Subsets; their loaders 319-330)', 'PROTOCOL 3', 'none', 'defect fixed'),
-    D('SSD', 'how often dampening is applied', 'once ({lotus_nb.ssd.ssd})', 'once (Foster et al.)',
+    Deviation('SSD', 'how often dampening is applied', 'once ({lotus_nb.ssd.ssd})', 'once (Foster et al.)',
       'ssd_class.py:202-217 recomputes the importances and dampens (modify_weight, 217) every epoch', 'defect (PROTOCOL 7.5)',
       "none (apply unlearn('ssd', ...) to its own output)", 'defect fixed'),
-    D('UNSIR', 'Adam steps on each noise batch', '5 ({lotus_nb.unsir.error_maximizing_noise})', '-',
+    Deviation('UNSIR', 'Adam steps on each noise batch', '5 ({lotus_nb.unsir.error_maximizing_noise})', '-',
       'unsir_class.py:149-159: the loss is computed 5 times, backward and step once',
       'defect (PROTOCOL 7.5)', 'noise_steps=1', 'defect fixed'),
-    D('UNSIR', 'range of the noise', "clamped to each channel's valid normalised range ({lotus_nb.unsir.error_maximizing_noise})", '-',
+    Deviation('UNSIR', 'range of the noise', "clamped to each channel's valid normalised range ({lotus_nb.unsir.error_maximizing_noise})", '-',
       'unsir_class.py:162 clamps to [0, 1], not the range of normalised images', 'a noise image the pipeline could produce (BASELINES.md)', 'none', 'defect fixed'),
-    D('Bad Teacher', 'the incompetent teacher for ViT', 'randomly initialised ({lotus_nb.bad_teacher.bad_teacher})', 'randomly initialised model (section 5)',
+    Deviation('Bad Teacher', 'the incompetent teacher for ViT', 'randomly initialised ({lotus_nb.bad_teacher.bad_teacher})', 'randomly initialised model (section 5)',
       'bad_teaching_class.py:123-124 helpers.models.ViT (pretrained weights)', 'defect (PROTOCOL 7.5)', 'none', 'defect fixed'),
-    D('Bad Teacher', 'shuffling of the batches', 'shuffled ({lotus_nb.bad_teacher.bad_teacher})', '-', 'bad_teaching_class.py:148-151 shuffle=False (forget then retain blocks)',
+    Deviation('Bad Teacher', 'shuffling of the batches', 'shuffled ({lotus_nb.bad_teacher.bad_teacher})', '-', 'bad_teaching_class.py:148-151 shuffle=False (forget then retain blocks)',
       'defect (PROTOCOL 7.5)', 'none', 'defect fixed'),
-    D('Timing', 'unit of the reported time', 'minutes of the whole call, device synchronised ({lotus_nb.methods.unlearn})', 'minutes',
+    Deviation('Timing', 'unit of the reported time', 'minutes of the whole call, device synchronised ({lotus_nb.methods.unlearn})', 'minutes',
       'salun_class.py:127-136 and bad_teaching_class.py:97, 158 add seconds of preparation to minutes', 'defect (PROTOCOL 7.6)', 'none', 'defect fixed'),
-    D('LoTUS', 'rounding and early stop', 'tau_d from exact accuracies, may fall below 1, all epochs run ({lotus_nb.lotus.lotus})', 'Eq. (11), Fig. fig:tau (tau_d < 1 sharpens)',
+    Deviation('LoTUS', 'rounding and early stop', 'tau_d from exact accuracies, may fall below 1, all epochs run ({lotus_nb.lotus.lotus})', 'Eq. (11), Fig. fig:tau (tau_d < 1 sharpens)',
       'lotus_class.py:296-305: accuracies rounded to 2 decimals by compute_accuracy (helpers/eval.py:32), acc_diff in float, stop once acc_diff <= -0.01 (the float test misses 18 of the 100 one-point gaps, e.g. 0.28 vs 0.29), tau_d = np.exp(alpha*acc_diff); salun_class.py:257-262 (LoTUS+SalUn) the same',
       'PROTOCOL 2', 'legacy_stop=True (their float test and tau_d exactly: {lotus_nb.lotus.legacy_stop_reached})', 'defect fixed'),
-    D('Data', 'the forget set', 'stratified, seed-dependent 10% (or 50%) ({lotus_nb.splits.make_splits})', '"three seeds, also used to sample various forget sets"',
+    Deviation('Data', 'the forget set', 'stratified, seed-dependent 10% (or 50%) ({lotus_nb.splits.make_splits})', '"three seeds, also used to sample various forget sets"',
       'helpers/data_utils.py:405-410 the first 10% of each class, whatever the seed', 'PROTOCOL 1', 'none', 'defect fixed'),
-    D('Data', 'the ImageNet forget set', "each seed draws 5 of each class's first 50 training images; the other 45 are retained ({lotus_nb.formats_folders.load_imagenet})",
+    Deviation('Data', 'the ImageNet forget set', "each seed draws 5 of each class's first 50 training images; the other 45 are retained ({lotus_nb.formats_folders.load_imagenet})",
       '"three seeds, also used to sample various forget sets"; 5,000 forget / 45,000 retain',
       'helpers/data_utils.py:421-461 (_split_data_forget_retain_imagenet): indices[:5] forget, indices[5:50] retain (449-450), whatever the seed',
       'PROTOCOL 1: the seeds draw the forget sets; the 50 images per class (the data a user has) stay the same', "data_options={'forget_rule': 'first'} (BenchmarkSpec, run_benchmark; load_dataset('imagenet', forget_rule='first'))", 'defect fixed'),
     # (b) a defect of the run behind the numbers, kept by default because the published numbers depend on it
-    D('Training', 'weights kept after early stopping', "the last epoch run: the epoch early stopping broke at, or the last (Recipe.keep='last', {lotus_nb.training.fit})", '-',
+    Deviation('Training', 'weights kept after early stopping', "the last epoch run: the epoch early stopping broke at, or the last (Recipe.keep='last', {lotus_nb.training.fit})", '-',
       'train.py:223 best_model = model.state_dict() aliases the live tensors, so train.py:237 model.load_state_dict(best_model) restores nothing (retrain.py:246, 260 likewise)',
       'a defect of their code, kept by default because the published numbers came from those weights (the Original and Gold of every table); ours before restored the best-validation weights',
       "recipe={'keep': 'best'}", 'defect kept'),
     # (c) where the code behind the numbers overrides the paper's text or table, or fills in what it leaves out
-    D('Models', 'ResNet18 network', "the authors' ResNet18 ({lotus_nb.models.AuthorsResNet}, registered as 'resnet18'): 3x3 stride-1 stem, MaxPool2d(3, 2, 1) kept, a 1x1 convolution (no BN) on the identity path of every block; 11.52M parameters with 10 classes; never pretrained",
+    Deviation('Models', 'ResNet18 network', "the authors' ResNet18 ({lotus_nb.models.AuthorsResNet}, registered as 'resnet18'): 3x3 stride-1 stem, MaxPool2d(3, 2, 1) kept, a 1x1 convolution (no BN) on the identity path of every block; 11.52M parameters with 10 classes; never pretrained",
       'ResNet18 (section 5), no details', 'helpers/models.py:11-157 (identity_conv 42-45, 67; max-pool 95, 140)',
       "the network behind the published numbers; ours before (torchvision's blocks: a projection only where shapes change; CIFAR stem without the max-pool; 11.17M) is 'resnet18_tv' ({lotus_nb.models.CifarResNet})",
       "model='resnet18_tv'", 'code over table'),
-    D('Data', 'CIFAR-10/100 augmentation, ResNet18', "random crop 32, zero padding 4, no flip: augment='crop' ({lotus_nb.formats_cifar.load_cifar10})", 'PROTOCOL 4: crop and flip',
+    Deviation('Data', 'CIFAR-10/100 augmentation, ResNet18', "random crop 32, zero padding 4, no flip: augment='crop' ({lotus_nb.formats_cifar.load_cifar10})", 'PROTOCOL 4: crop and flip',
       'helpers/data_utils.py:74 (the flip commented out), 143-146 (RandomCrop(32, padding=4))', 'the code behind the numbers; ours before: crop and flip',
       "augment='crop_flip' (run_benchmark / BenchmarkSpec)", 'code over table'),
-    D('Data', 'CIFAR-10/100 augmentation, ViT', "none ({lotus_nb.formats_cifar.load_cifar10}, {lotus_nb.formats_cifar.load_cifar100}: benchmark_by_arch={'vit': dict(augment='none')})", '-',
+    Deviation('Data', 'CIFAR-10/100 augmentation, ViT', "none ({lotus_nb.formats_cifar.load_cifar10}, {lotus_nb.formats_cifar.load_cifar100}: benchmark_by_arch={'vit': dict(augment='none')})", '-',
       'helpers/data_utils.py:136-141 (the ViT branch only prepends Resize: no crop), 74 (no flip)', 'the code behind the numbers; ours before: crop and flip', "augment='crop_flip'", 'code over table'),
-    D('Data', 'TinyImageNet augmentation, ResNet18', "random crop 64 repeating the edge pixels (padding 8), and a flip: augment='crop_edge_flip' ({lotus_nb.augment.augment_batch})", '-',
+    Deviation('Data', 'TinyImageNet augmentation, ResNet18', "random crop 64 repeating the edge pixels (padding 8), and a flip: augment='crop_edge_flip' ({lotus_nb.augment.augment_batch})", '-',
       "helpers/data_utils.py:116 (RandomHorizontalFlip), 147-149 (RandomCrop(64, padding=8, padding_mode='edge'))", 'the code behind the numbers; ours before: flip only', "augment='flip'", 'code over table'),
-    D('Training', 'recipe of f_orig and f_gold, ResNet18', "SGD lr 0.1, momentum 0.9, wd 5e-4, batch 512, at most 150 epochs; learning rate scaled per epoch by min(1, (e+1)/30) x (1 - max(0, e+1-30)/120); early stopping on validation loss, patience 50 (RECIPES['resnet'], schedule='linear': {lotus_nb.training.linear_warmup_decay})",
+    Deviation('Training', 'recipe of f_orig and f_gold, ResNet18', "SGD lr 0.1, momentum 0.9, wd 5e-4, batch 512, at most 150 epochs; learning rate scaled per epoch by min(1, (e+1)/30) x (1 - max(0, e+1-30)/120); early stopping on validation loss, patience 50 (RECIPES['resnet'], schedule='linear': {lotus_nb.training.linear_warmup_decay})",
       '- (the unlearning hyperparameters only)', 'bash_scripts/reproduce_results.sh:17; helpers/config.py:45-50; train.py:177-181, 232-233; retrain.py:200-205, 255-256',
       'the code behind the numbers; ours before: per-step linear warm-up of 5 epochs then cosine, patience 20', "recipe=OUR_RECIPES['resnet']", 'code over table'),
-    D('Training', 'recipe of f_orig and f_gold, ViT', "SGD lr 1e-4, momentum 0.9, wd 5e-4, batch 64, at most 30 epochs, no schedule, patience 10 (RECIPES['vit'], schedule='constant')", '-',
+    Deviation('Training', 'recipe of f_orig and f_gold, ViT', "SGD lr 1e-4, momentum 0.9, wd 5e-4, batch 64, at most 30 epochs, no schedule, patience 10 (RECIPES['vit'], schedule='constant')", '-',
       'bash_scripts/reproduce_results.sh:60 (--batch_size 64 --epochs 30 --is_early_stop True --patience 10); helpers/config.py:43-47 (sgd, lr 1e-4, is_lr_scheduler False)',
       'the code behind the numbers; ours before: per-step warm-up of 1 epoch then cosine, patience 5', "recipe=OUR_RECIPES['vit']", 'code over table'),
-    D('Metrics', "entropy MIA's non-members", "the test set and D_u together (mia_nonmember='test+unseen': {lotus_nb.metrics.evaluate}, BenchmarkSpec, run_benchmark)",
+    Deviation('Metrics', "entropy MIA's non-members", "the test set and D_u together (mia_nonmember='test+unseen': {lotus_nb.metrics.evaluate}, BenchmarkSpec, run_benchmark)",
       "the MIA of Foster et al. and Chundawat et al. (section 4); the non-members are not named",
       'helpers/eval.py:302-315: X_r stacks the entropies of retain, test and validation (= our D_u), Y_r 1, 0, 0; log_mia at unlearn.py:198',
       'the run behind the published MIA and Avg Gap; D_u alone was ours', "mia_nonmember='unseen' (evaluate, run_benchmark, BenchmarkSpec)", 'code over table'),
-    D('Metrics', "entropy MIA's logistic regression", "binary LogisticRegression(class_weight='balanced', C=2) ({lotus_nb.metrics.mia_entropy})", '-',
+    Deviation('Metrics', "entropy MIA's logistic regression", "binary LogisticRegression(class_weight='balanced', C=2) ({lotus_nb.metrics.mia_entropy})", '-',
       "helpers/eval.py:355-360 LogisticRegression(class_weight='balanced', solver='lbfgs', multi_class='multinomial', random_state=42): on two classes its penalty 0.5(|w0|^2 + |w1|^2) is the binary fit's at C=2",
       'scikit-learn 1.8 removed multi_class; C=2 gives the same scores (checked against scikit-learn 1.5.2 on synthetic data)', 'mia_entropy(..., C=1.)', 'code over table'),
-    D('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published",
+    Deviation('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published",
       "each seed's values rounded as logged (accuracies, MIA 2 decimals; jsd_legacy, rf_jsd_legacy 6; time 2); mean and std (ddof 1) over seeds; JSD and RF-JSD x1e4; round 2; gap = |mean - Gold's mean| of the rounded means; Avg Gap = mean of the 4 gaps, round 4, printed without ± ({lotus_nb.report.paper_aggregate})",
       'Avg Gap without ± (multiples of 0.0025); JSD x1e4 and time mean ± std',
       "notebooks/results.ipynb cell 0 (groupby('method').aggregate(['mean', 'std']); js, js_proxy x1e4; round(2); *_gap of the rounded means; avg_gap .mean(axis=1).round(4)); results_class.ipynb, results_imagenet.ipynb the same; per-seed rounding helpers/eval.py:32, 364, 185, 165, unlearn.py:196",
       'the tables stand beside the published numbers; ours (the mean of per-seed gaps ± std) can rank methods otherwise',
       "the '_extra' tables: row 'Avg Gap (ours: mean of per-seed gaps)' ({lotus_nb.report.EXTRA_ROWS}), std ddof 0", 'code over table'),
-    D('Aggregation', 'the points of tab:pcc', "Gold, Finetuning, NegGrad+, RndLbl, BadT, SCRUB, SSD, UNSIR and LoTUS (9), their printed means of jsd_legacy and rf_jsd_legacy (x1e4, round 2) ({lotus_nb.paper_tables.pcc_paper})",
+    Deviation('Aggregation', 'the points of tab:pcc', "Gold, Finetuning, NegGrad+, RndLbl, BadT, SCRUB, SSD, UNSIR and LoTUS (9), their printed means of jsd_legacy and rf_jsd_legacy (x1e4, round 2) ({lotus_nb.paper_tables.pcc_paper})",
       'not stated; its ten (r, p) pairs imply n = 9 (n = 10 would give p 0.0001-0.0002 for ViT C-10 10%, printed 0.0005)',
       "notebooks/results.ipynb cell 0: pearsonr(main_df[('js', 'mean')], main_df[('js_proxy', 'mean')]); main_df also lists our_cifake, which the published p-values exclude; SalUn never",
       'reproduces the published correlations', 'tab:pcc_extra: pcc_jsd_rf (every unlearning method, SalUn in, Gold out, unrounded jsd and rf_jsd)', 'code over table'),
-    D('SalUn', 'learning rate', '1e-3 (ResNet and ViT)', 'Table tab:hyperparams (tex:827): 0.1',
+    Deviation('SalUn', 'learning rate', '1e-3 (ResNet and ViT)', 'Table tab:hyperparams (tex:827): 0.1',
       'salun_class.py:37-45, 51-56: 0.1 only clears gradients; salun_with_relabel steps at 1e-3 (138-147)', 'the code behind the numbers wins', 'lr=0.1', 'code over table'),
-    D('SalUn', 'mask fraction k', '0.1', '-', 'salun_class.py:86 threshold_list = [0.1], 129 with_0.1.pt', "the code behind the numbers (SalUn's own default: 0.5)", 'mask_fraction=0.5', 'code over table'),
-    D('LoTUS+SalUn', 'mask fraction k', '0.1', '-', 'salun_class.py:86, 129, salun_with_lotus 209-294', 'the code behind the numbers', 'mask_fraction=0.5', 'code over table'),
-    D('LoTUS+SalUn', 'class-unlearning target and alpha', "class unlearning keeps the instance target (the teacher's accuracy on D_u) and alpha 2 ({lotus_nb.lotus_salun.LotusSalunConfig})", '- (the class results are LoTUS\'s)',
+    Deviation('SalUn', 'mask fraction k', '0.1', '-', 'salun_class.py:86 threshold_list = [0.1], 129 with_0.1.pt', "the code behind the numbers (SalUn's own default: 0.5)", 'mask_fraction=0.5', 'code over table'),
+    Deviation('LoTUS+SalUn', 'mask fraction k', '0.1', '-', 'salun_class.py:86, 129, salun_with_lotus 209-294', 'the code behind the numbers', 'mask_fraction=0.5', 'code over table'),
+    Deviation('LoTUS+SalUn', 'class-unlearning target and alpha', "class unlearning keeps the instance target (the teacher's accuracy on D_u) and alpha 2 ({lotus_nb.lotus_salun.LotusSalunConfig})", '- (the class results are LoTUS\'s)',
       "salun_class.py:214-215 (salun_with_lotus) sets is_class_unlearning = False and alpha = 2 whatever the run; 248-251 then target compute_accuracy(teacher, dl['val'])",
       'the code behind the numbers', "class_unlearning=True, alpha=32. (LoTUS's class defaults)", 'code over table'),
-    D('Random Labeling', 'how forget and retain are passed over', "passes='sequential': each epoch a relabelled forget pass, then a retain pass",
+    Deviation('Random Labeling', 'how forget and retain are passed over', "passes='sequential': each epoch a relabelled forget pass, then a retain pass",
       '- (Graves et al.: one shuffled set)', 'naive_unlearning_class.py:128-173; salun_class.py:152-202 (mask on the forget pass only, 188-190)',
       'the code behind the numbers', "passes='shuffled'", 'code over table'),
-    D('UNSIR', 'schedule and momentum', 'epochs rounds (10; ViT 3) of impair + repair; SGD momentum 0.9',
+    Deviation('UNSIR', 'schedule and momentum', 'epochs rounds (10; ViT 3) of impair + repair; SGD momentum 0.9',
       'Table tab:hyperparams (tex:826): lr 1e-3, wd 0, SGD', 'unsir_class.py:65-73 (momentum 0.9), 126-185 (rounds); reproduce_results.sh:19-22, 62-68',
       'the code behind the numbers (Choi and Na: 2 impair + 1 repair, no momentum)', 'epochs=, momentum=0.', 'code over table'),
-    D('UNSIR', "the model's mode while the noise is optimised", "train (noise_mode='train', {lotus_nb.unsir.error_maximizing_noise}): BatchNorm on batch statistics, its running statistics updated by the forget and noise passes (1 + noise_steps per pair)",
+    Deviation('UNSIR', "the model's mode while the noise is optimised", "train (noise_mode='train', {lotus_nb.unsir.error_maximizing_noise}): BatchNorm on batch statistics, its running statistics updated by the forget and noise passes (1 + noise_steps per pair)",
       '- (Choi and Na: eval mode throughout)', "unsir_class.py:161 model.train() stays in effect for the next pairs' noise passes (149-154; 10 BatchNorm-updating passes per pair; the first pair of the first round in the mode the model arrives in)",
       'the code behind the numbers; not a defect: the impair step passes the same noise in train mode, and running statistics are read only in eval mode, after the repair pass',
       "noise_mode='eval'", 'code over table'),
-    D('UNSIR', 'batch size', '128; ViT 16; ResNet18 MUFAC 64; ImageNet 64', 'batch sizes as LoTUS', 'reproduce_results.sh:49, 66, 84, 102, 119, 156',
+    Deviation('UNSIR', 'batch size', '128; ViT 16; ResNet18 MUFAC 64; ImageNet 64', 'batch sizes as LoTUS', 'reproduce_results.sh:49, 66, 84, 102, 119, 156',
       'the code behind the numbers (memory)', "batch_size= / method_overrides={'unsir': {...}}", 'code over table'),
-    D('SSD', 'batch size of the importance passes', '128; ViT 32; ImageNet 256', '-', "ssd_class.py:30, 209-212 the run's batch size; reproduce_results.sh:68",
+    Deviation('SSD', 'batch size of the importance passes', '128; ViT 32; ImageNet 256', '-', "ssd_class.py:30, 209-212 the run's batch size; reproduce_results.sh:68",
       'the code behind the numbers', 'batch_size=', 'code over table'),
-    D('Benchmarks', 'ImageNet batch size', 'every method 256, UNSIR 64 ({lotus_nb.formats_folders.load_imagenet})', 'LoTUS 256 (ImageNet ViT)', 'reproduce_results.sh:115-121',
+    Deviation('Benchmarks', 'ImageNet batch size', 'every method 256, UNSIR 64 ({lotus_nb.formats_folders.load_imagenet})', 'LoTUS 256 (ImageNet ViT)', 'reproduce_results.sh:115-121',
       'the code behind the numbers', "method_overrides={'<method>': {'batch_size': ...}}", 'code over table'),
-    D('LoTUS', 'alpha on CIFAR-10 ResNet18', '8 ({lotus_nb.formats_cifar.load_cifar10}); 2 elsewhere', 'alpha 2 (searched over {2, 4, 8, 16})', 'reproduce_results.sh:19 --alpha 8; notebooks/results.ipynb cell 0 (alpha "8.0" for cifar10-resnet)',
+    Deviation('LoTUS', 'alpha on CIFAR-10 ResNet18', '8 ({lotus_nb.formats_cifar.load_cifar10}); 2 elsewhere', 'alpha 2 (searched over {2, 4, 8, 16})', 'reproduce_results.sh:19 --alpha 8; notebooks/results.ipynb cell 0 (alpha "8.0" for cifar10-resnet)',
       'the code behind the numbers', "method_overrides={'lotus': {'alpha': 2.}}", 'code over table'),
-    D('LoTUS', 'alpha in class unlearning', '32 ({lotus_nb.lotus.LotusConfig})', '-', 'bash_scripts/class_reproduce_results.sh:21, 36, 51 (--alpha=32 --is_class_unlearning=True)',
+    Deviation('LoTUS', 'alpha in class unlearning', '32 ({lotus_nb.lotus.LotusConfig})', '-', 'bash_scripts/class_reproduce_results.sh:21, 36, 51 (--alpha=32 --is_class_unlearning=True)',
       'the code behind the numbers', 'alpha=', 'code over table'),
     # (d) our choices where the paper and the code say nothing, or where an original paper is followed
-    D('Data', 'ImageNet validation and test sizes', '5 of each class each (5,000 + 5,000)', '5,000 each (section 4)',
+    Deviation('Data', 'ImageNet validation and test sizes', '5 of each class each (5,000 + 5,000)', '5,000 each (section 4)',
       'helpers/data_utils.py:243-250 cuts the 50,000 validation images 50/50 (25,000 each)', "the paper's sizes", 'none', 'our choice'),
-    D('Training', 'the time reported for f_orig and f_gold', 'the whole training ({lotus_nb.training.fit})', '-',
+    Deviation('Training', 'the time reported for f_orig and f_gold', 'the whole training ({lotus_nb.training.fit})', '-',
       'train.py:250 and retrain.py (best_time) log the time up to the best-validation epoch', 'the time it took; theirs stops the clock at an epoch whose weights they do not keep', 'none', 'our choice'),
-    D('fig:hash_diff', 'statistic and sampling', 'left panel: Hamming distance of pHashes over every forget x retain pair, exact counts; right panel (ours): the nearest retain image of each forget image',
+    Deviation('fig:hash_diff', 'statistic and sampling', 'left panel: Hamming distance of pHashes over every forget x retain pair, exact counts; right panel (ours): the nearest retain image of each forget image',
       '"the absolute difference between their image hashes"', "notebooks/check_orthogonality.ipynb (JSON lines 421-436: abs(forget_hash - retain_hash), the Hamming distance; 606: a cumulative histogram, CIFAR pairs subsampled to MUFAC's count)",
       "the authors' statistic without the subsampling; the nearest-neighbour panel shows what a single near-duplicate does", 'none', 'our choice'),
-    D('SCRUB', 'weight decay, max steps, retain-KL weight', 'Adam wd 5e-4 (table); max pass only in the first msteps=3 epochs, then min passes; min pass gamma*CE + alpha*KL with gamma 1, alpha 0.5',
+    Deviation('SCRUB', 'weight decay, max steps, retain-KL weight', 'Adam wd 5e-4 (table); max pass only in the first msteps=3 epochs, then min passes; min pass gamma*CE + alpha*KL with gamma 1, alpha 0.5',
       'Table tab:hyperparams: lr 5e-4, wd 5e-4, Adam',
       'scrub_class.py:57-60 wd 0.1 except CIFAR-100; a min pass then a max pass every epoch (84-128), no msteps; min loss CE + KL with weight 1 each (95-101)',
       "its result was discarded (it returned the original), so no published number depends on them; we follow Kurmanji et al. and the table",
       'weight_decay=0.1, msteps=epochs, alpha=1.', 'our choice'),
-    D('SCRUB', 'msteps, lr milestones, temperature', 'msteps 3, lr x0.1 at milestones (3, 5, 9) scaled to the epochs, T 4',
+    Deviation('SCRUB', 'msteps, lr milestones, temperature', 'msteps 3, lr x0.1 at milestones (3, 5, 9) scaled to the epochs, T 4',
       '-', 'scrub_class.py:66-67 T 4; no msteps, no milestones', "Kurmanji et al.'s instance-wise setting (BASELINES.md)", 'milestones=(), lr_decay=1.', 'our choice'),
-    D('Bad Teacher', 'KL reduction', 'per-sample KL, batch mean', '-', "bad_teaching_class.py:92 F.kl_div default reduction 'mean' (divides by the classes too)",
+    Deviation('Bad Teacher', 'KL reduction', 'per-sample KL, batch mean', '-', "bad_teaching_class.py:92 F.kl_div default reduction 'mean' (divides by the classes too)",
       'the KL of a distribution, as Chundawat et al. intend (BASELINES.md); only scales the lr', 'none', 'our choice'),
-    D('NegGrad+', 'beta', '0.95', '-', 'none (the code never ascends)', 'Kurmanji et al., small scale', 'beta=', 'our choice'),
-    D('UNSIR', 'retain sample', 'seeded draw of at most 1000 (100 with 100+ classes) per class ({lotus_nb.unsir.unsir})', '-', 'unsir_class.py:88-110 the first ones of each class', 'seed-dependent', 'retain_per_class=', 'our choice'),
-    D('UNSIR', 'pairs of retain and forget batches', "pairs='cut': a pair cut to the common size ({lotus_nb.unsir.impair_epoch})", '-',
+    Deviation('NegGrad+', 'beta', '0.95', '-', 'none (the code never ascends)', 'Kurmanji et al., small scale', 'beta=', 'our choice'),
+    Deviation('UNSIR', 'retain sample', 'seeded draw of at most 1000 (100 with 100+ classes) per class ({lotus_nb.unsir.unsir})', '-', 'unsir_class.py:88-110 the first ones of each class', 'seed-dependent', 'retain_per_class=', 'our choice'),
+    Deviation('UNSIR', 'pairs of retain and forget batches', "pairs='cut': a pair cut to the common size ({lotus_nb.unsir.impair_epoch})", '-',
       'unsir_class.py:136-140 skips a pair unless both batches are full', 'a forget set smaller than one batch is still impaired', "pairs='full'", 'our choice'),
-    D('LoTUS+SalUn', 'ViT learning rate', "LoTUS's ViT 1e-6", '- (ResNet18 only)', 'salun_class.py:216-220 AdamW lr 1e-4 for any model', 'the paper reports it on ResNet18 only', 'lr=1e-4', 'our choice'),
-    D('Tuning', 'validation unseen and test sets', "drawn from the held-out images in no reported seed's test set, halved per class ({lotus_nb.splits.unreported_heldout})",
+    Deviation('LoTUS+SalUn', 'ViT learning rate', "LoTUS's ViT 1e-6", '- (ResNet18 only)', 'salun_class.py:216-220 AdamW lr 1e-4 for any model', 'the paper reports it on ResNet18 only', 'lr=1e-4', 'our choice'),
+    Deviation('Tuning', 'validation unseen and test sets', "drawn from the held-out images in no reported seed's test set, halved per class ({lotus_nb.splits.unreported_heldout})",
       'alpha tuned "to minimize the Avg Gap score without using the test set"', '- (no tuner in the public code)',
       "the tuner's Avg Gap (its test term, and the MIA's test and unseen non-members) never scores a reported test image; before, about half of the validation test set was reported test images",
       "split_options={'heldout': 'paper'} (validation_spec, tune)", 'our choice'),
-    D('Inputs', 'sets checked before any work', "forget, retain, unseen (and test, in evaluate) share no item; the model takes every set and has an output for every label ({lotus_nb.set_checks.check_disjoint}, {lotus_nb.model_checks.check_model_fits})",
+    Deviation('Inputs', 'sets checked before any work', "forget, retain, unseen (and test, in evaluate) share no item; the model takes every set and has an output for every label ({lotus_nb.set_checks.check_disjoint}, {lotus_nb.model_checks.check_model_fits})",
       '- (disjoint by construction)', 'no check: forget and retain are Subsets of one training set, D_u and test the halves of the held-out set (helpers/data_utils.py:240-250, 398-418)',
       "a user's sets can overlap or not fit the model: LoTUS ran on them silently, or failed later naming no set", 'UnlearnTask(..., check_sets=False); evaluate(..., check_sets=False); lotus_unlearn(..., check_sets=False)', 'our choice'),
-    D('Inputs', 'a forget set the model never memorised', "lotus_unlearn warns (MemorisationWarning) when f_orig fits D_f no better than D_u: forget accuracy higher by at most 0.02, or mean loss lower by at most 50%, within 2 standard errors ({lotus_nb.model_checks.memorisation_warning}); one forward pass over D_f and one over D_u",
+    Deviation('Inputs', 'a forget set the model never memorised', "lotus_unlearn warns (MemorisationWarning) when f_orig fits D_f no better than D_u: forget accuracy higher by at most 0.02, or mean loss lower by at most 50%, within 2 standard errors ({lotus_nb.model_checks.memorisation_warning}); one forward pass over D_f and one over D_u",
       '- (forget sets drawn from the training set)', 'no check: the forget set is drawn from the training set (helpers/data_utils.py:398-418)',
       "a forget set drawn from held-out data, or never memorised, leaves tau_d about 1 and every method's Avg Gap small: the run would measure no unlearning", 'lotus_unlearn(..., check_sets=False)', 'our choice'),
 ]
@@ -187,21 +189,27 @@ DEVIATIONS = [
 # %% ../nbs/19_deviations.ipynb #6533a391
 _CITE = re.compile(r'\{(lotus_nb(?:\.\w+){2,3})\}')
 
+def _definition(tree:ast.Module, name:str):
+    "The statement at the top of a module that defines `name`: its class, its function, or its assignment; None where there is none"
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name: return node
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)): return node
+    return None
+
 def cite(name:str # a definition of ours: 'lotus_nb.<module>.<Name>', or 'lotus_nb.<module>.<Name>.<attribute>'
         ) -> str:  # 'lotus_nb/<module>.py:<first line>-<last line>'
-    "Where the definition `name` lies in the exported package, as file:line, read from the code as it is now"
-    import importlib, inspect
+    "Where the definition `name` lies in the exported package, as file:line, read from the module's source as it is now (nothing is imported)"
     parts = name.split('.')
-    mod = importlib.import_module('.'.join(parts[:2]))
-    path = Path(inspect.getsourcefile(mod)); lines = path.read_text().splitlines()
-    obj = getattr(mod, parts[2])
-    if inspect.isclass(obj) or inspect.isfunction(obj):
-        src, start = inspect.getsourcelines(obj); end = start + len(src) - 1
-    else:   # a constant: its assignment, and the indented lines that continue it
-        start = next(i + 1 for i, l in enumerate(lines) if re.match(rf'{parts[2]}\s*(:[^=]*)?=', l)); end = start
-        while end < len(lines) and lines[end].startswith((' ', '\t')): end += 1
+    path = Path(lotus_nb.__file__).parent/f'{parts[1]}.py'
+    if not path.exists(): raise ValueError(f"{name}: lotus_nb has no module {parts[1]!r}")
+    text = path.read_text(); lines = text.splitlines()
+    node = _definition(ast.parse(text), parts[2])
+    if node is None: raise ValueError(f"{name}: {parts[2]} is not defined at the top of lotus_nb/{path.name} (a name it imports is cited where it is defined)")
+    start, end = min([node.lineno] + [d.lineno for d in getattr(node, 'decorator_list', [])]), node.end_lineno
     if len(parts) == 4:   # an attribute inside the class
-        start = end = next(i + 1 for i in range(start - 1, end) if re.match(rf'\s+{parts[3]}\b', lines[i]))
+        start = end = next((i + 1 for i in range(start - 1, end) if re.match(rf'\s+{parts[3]}\b', lines[i])), None)
+        if start is None: raise ValueError(f"{name}: {parts[2]} has no attribute {parts[3]!r} in lotus_nb/{path.name}")
     return f"lotus_nb/{path.name}:{start}" + (f"-{end}" if end > start else '')
 
 def render_citations(text:str # ledger text; {lotus_nb.module.Name} marks a citation of ours
@@ -209,33 +217,30 @@ def render_citations(text:str # ledger text; {lotus_nb.module.Name} marks a cita
     "`text` with each `{lotus_nb.<module>.<Name>}` replaced by its file:line (`cite`)"
     return _CITE.sub(lambda m: cite(m.group(1)), text)
 
-
 # %% ../nbs/19_deviations.ipynb #2ef726fc
 STAND_IN_SETUP = [   # the stand-ins' network and recipe: what the embedded benchmarks train, and why not the authors'
-    D('Stand-ins', 'network of the embedded stand-ins', "resnet18_small / resnet18_tiny ({lotus_nb.models.CifarResNet}): torchvision's blocks (a projection only where shapes change), CIFAR stem without the max-pool, base width 8 / 4",
+    Deviation('Stand-ins', 'network of the embedded stand-ins', "resnet18_small / resnet18_tiny ({lotus_nb.models.CifarResNet}): torchvision's blocks (a projection only where shapes change), CIFAR stem without the max-pool, base width 8 / 4",
       'ResNet18', 'helpers/models.py:11-157 (max-pool 95, 140; identity_conv in every block 42-45, 67)',
       "a max-pool would leave 7 px of a 14 px Fashion-MNIST image (4 of 8 px digits) to the first stage; the main job's models stay what they were",
       "model='resnet18' (the authors' network)", 'stand-in'),
-    D('Stand-ins', 'training recipe of the embedded stand-ins', "digits 15 epochs batch 128, fashionmnist 25 epochs batch 256, lr 0.1, per-step warm-up of 1 / 2 epochs then cosine (schedule='cosine'), no early stopping ({lotus_nb.formats_idx.load_digits_data}, {lotus_nb.formats_idx.load_fashionmnist})",
+    Deviation('Stand-ins', 'training recipe of the embedded stand-ins', "digits 15 epochs batch 128, fashionmnist 25 epochs batch 256, lr 0.1, per-step warm-up of 1 / 2 epochs then cosine (schedule='cosine'), no early stopping ({lotus_nb.formats_idx.load_digits_data}, {lotus_nb.formats_idx.load_fashionmnist})",
       '-', 'train.py:177-181, 232-233 (per-epoch linear warm-up of 30 epochs, then linear decay); helpers/config.py:48, 50',
       'CPU runs of minutes that memorise their training set; the main job trains the models it trained before', "recipe={'schedule': 'linear', ...} (run_benchmark)", 'stand-in'),
 ]
 
 def stand_in_rows() -> list:
     "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper_tables` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"
-    from lotus_nb.paper_tables import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
-    from lotus_nb.benchmark import BENCHMARK_DEFAULTS
     sw = "scale='paper' (the paper's dataset and model)"
-    rows = [D('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
+    rows = [Deviation('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
             for p, s in STAND_INS.items()]
-    rows += [D('Stand-ins', f'model {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
+    rows += [Deviation('Stand-ins', f'model {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
              for p, s in STAND_IN_MODELS.items()]
-    rows += [D('Stand-ins', f'forgotten class {p!r}', repr(s), p, '-', 'a class of the stand-in dataset', sw, 'stand-in') for p, s in STAND_IN_CLASSES.items()]
+    rows += [Deviation('Stand-ins', f'forgotten class {p!r}', repr(s), p, '-', 'a class of the stand-in dataset', sw, 'stand-in') for p, s in STAND_IN_CLASSES.items()]
     for ds in ('digits', 'fashionmnist'):
         d = BENCHMARK_DEFAULTS.get(ds, {})
         if not d: continue
         ours = ', '.join(f'{k}={v}' for k, v in d.items() if k != 'method_overrides')
-        rows.append(D('Stand-ins', f'{ds} benchmark defaults', ours, 'full dataset, paper recipe (section 5)', '-',
+        rows.append(Deviation('Stand-ins', f'{ds} benchmark defaults', ours, 'full dataset, paper recipe (section 5)', '-',
                       'memorises its training set in minutes, so there is something to unlearn', 'train_size=, img_size=, recipe= (run_benchmark)', 'stand-in'))
     return rows + STAND_IN_SETUP
 
@@ -250,222 +255,17 @@ def ledger(kind:str=None, # one of KINDS, or None for every row
 
 
 # %% ../nbs/19_deviations.ipynb #5ba4a185
-def _cfg(method:str, arch:str='resnet', kind:str='instance', **over): # a registered method; its config with `over` applied
-    from lotus_nb.methods import method_config
-    return method_config(method, arch, kind, **over)
-
-def config_probe(method:str,           # registry name of the method whose config the switch changes
-                 kind:str='instance',  # 'instance' or 'class' unlearning
-                 arch:str='resnet',    # 'resnet' or 'vit'
-                 **switch):            # the row's switch: config fields and the values that restore the other behaviour
-    "A probe of a config switch: the fields `switch` names, by default and with `switch` applied"
-    def probe():
-        d, s = _cfg(method, arch, kind), _cfg(method, arch, kind, **switch)
-        return {k: getattr(d, k) for k in switch}, {k: getattr(s, k) for k in switch}
-    return probe
-
-def _probs(n:int=60, k:int=7, seed:int=0): # two N x K probability matrices (confident rows) and N labels
-    import torch
-    g = torch.Generator().manual_seed(seed)
-    p, q = [(torch.randn(n, k, generator=g)*3).softmax(-1) for _ in range(2)]
-    return p, q, torch.arange(n) % k
-
-def _metric_probes() -> dict:
-    "Probes of the metric switches: each metric by default and switched, on the same fixed outputs"
-    import torch, torch.nn as nn, numpy as np
-    from torch.utils.data import TensorDataset
-    from lotus_nb.metrics import evaluate, jsd, rf_jsd, zrf, mia_entropy
-    p, q, y = _probs()
-    def mia_sets():   # a model that passes its inputs through: the entropy of each set is set by how peaked its rows are
-        rng = np.random.RandomState(7)
-        def rows(n, lo, hi):
-            x = rng.randn(n, 5)*0.3; x[np.arange(n), rng.randint(0, 5, n)] += rng.uniform(lo, hi, n)
-            return TensorDataset(torch.tensor(x, dtype=torch.float32), torch.tensor(rng.randint(0, 5, n)))
-        ident = nn.Linear(5, 5, bias=False); nn.init.eye_(ident.weight)
-        return ident, dict(forget=rows(300, 0, 8), retain=rows(600, 5, 8), test=rows(300, 0, 3), unseen=rows(300, 2, 5))
-    def mia():
-        m, s = mia_sets(); return evaluate(m, **s)['mia'], evaluate(m, **s, mia_nonmember='unseen')['mia']
-    def mia_c():
-        r = np.random.RandomState(0); mem, non = r.gamma(2, 0.1, 40), r.gamma(2, 0.1, 15) + 0.6*r.rand(15); grid = np.arange(0.2, 0.5, 1e-4)
-        return mia_entropy(mem, non, grid), mia_entropy(mem, non, grid, C=1.)
-    return {('Metrics', 'JSD formula'): lambda: (jsd(p, q), jsd(p, q, legacy=True)),
-            ('Metrics', 'RF-JSD scale and reference set'): lambda: (rf_jsd(p, y, q, y), rf_jsd(p, y, q, y, legacy=True)),
-            ('Metrics', 'ZRF'): lambda: (zrf(p, q), zrf(p, q, legacy=True)),
-            ('Metrics', "entropy MIA's non-members"): mia,
-            ('Metrics', "entropy MIA's logistic regression"): mia_c}
-
-def _setup_probes() -> dict:
-    "Probes of the set-up switches: the network, the augmentation, the recipe and the kept weights"
-    import torch, torch.nn as nn
-    from torch.utils.data import TensorDataset
-    from lotus_nb.models import create_model
-    from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit
-    from lotus_nb.benchmark import benchmark_augment
-    def lrs(recipe, epochs=40):   # the learning rate of each of the first epochs, one step an epoch
-        opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=recipe.lr); per_step, per_epoch = lr_schedule(opt, 1, recipe); out = []
-        for _ in range(min(epochs, recipe.epochs)):
-            out.append(round(opt.param_groups[0]['lr'], 6)); opt.step()
-            for s in (per_step, per_epoch):
-                if s is not None: s.step()
-        return tuple(out)
-    def kept(keep):               # the epoch whose weights fit returns, when the validation loss rises from the first epoch on
-        torch.manual_seed(0); x, yy = torch.randn(64, 8), torch.randint(0, 4, (64,))
-        m = nn.Linear(8, 4); r = Recipe(epochs=5, batch_size=16, lr=0.5, warmup=1, patience=10, schedule='constant', keep=keep)
-        return fit(m, TensorDataset(x, yy), r, val=TensorDataset(x, (yy + 1) % 4), progress=False)['kept_epoch']
-    pool = lambda name: type(create_model(name, 10).maxpool).__name__
-    return {('Models', 'ResNet18 network'): lambda: (pool('resnet18'), pool('resnet18_tv')),
-            ('Data', 'CIFAR-10/100 augmentation, ResNet18'): lambda: (benchmark_augment('cifar10', 'resnet18'), benchmark_augment('cifar10', 'resnet18', 'crop_flip')),
-            ('Data', 'CIFAR-10/100 augmentation, ViT'): lambda: (benchmark_augment('cifar100', 'vit_b_16'), benchmark_augment('cifar100', 'vit_b_16', 'crop_flip')),
-            ('Data', 'TinyImageNet augmentation, ResNet18'): lambda: (benchmark_augment('tinyimagenet', 'resnet18'), benchmark_augment('tinyimagenet', 'resnet18', 'flip')),
-            ('Training', 'recipe of f_orig and f_gold, ResNet18'): lambda: (lrs(RECIPES['resnet']), lrs(OUR_RECIPES['resnet'])),
-            ('Training', 'recipe of f_orig and f_gold, ViT'): lambda: (lrs(RECIPES['vit']), lrs(OUR_RECIPES['vit'])),
-            ('Training', 'weights kept after early stopping'): lambda: (kept('last'), kept(recipe_from({'keep': 'best'}, RECIPES['resnet']).keep))}
-
-def _method_probes() -> dict:
-    "Probes of the methods' switches: config values, and the behaviour where a config value alone would prove little"
-    import numpy as np, torch
-    from lotus_nb.lotus import legacy_stop_reached
-    from lotus_nb.unsir import error_maximizing_noise, impair_epoch
-    from lotus_nb.models import create_model
-    def stops():   # over the 100 one-point gaps (acc_forget one point below acc_unseen): how many epochs would end the run
-        fires = sum(legacy_stop_reached(i/100, (i+1)/100) for i in range(100))
-        return (_cfg('lotus').legacy_stop, 0), (_cfg('lotus', legacy_stop=True).legacy_stop, fires)
-    def noise(**kw):   # UNSIR's noise optimisation: the number of Adam steps, and whether BatchNorm's running mean moved
-        torch.manual_seed(0); m, x = create_model('resnet18_tiny', 10, 1).eval(), torch.randn(8, 1, 8, 8)
-        lo, hi = torch.full((1, 1, 1, 1), -3.), torch.full((1, 1, 1, 1), 3.); before = m.bn1.running_mean.clone()
-        steps = error_maximizing_noise(m, x, lo, hi, **kw)[1]
-        return steps, not torch.equal(before, m.bn1.running_mean)
-    def pairs(full):   # UNSIR's impair pass over one retain batch of 4 and one forget batch of 3: the pairs it impairs on
-        torch.manual_seed(0); m = create_model('resnet18_tiny', 10, 1); opt = torch.optim.SGD(m.parameters(), lr=0.)
-        lo, hi = torch.full((1, 1, 1, 1), -3.), torch.full((1, 1, 1, 1), 3.)
-        rb, fb = [(torch.randn(4, 1, 8, 8), torch.arange(4))], [(torch.randn(3, 1, 8, 8), torch.arange(3))]
-        return len(impair_epoch(m, rb, fb, opt, lo, hi, noise_steps=1, full=full)['noise_steps'])
-    c = config_probe
-    return {('UNSIR', 'Adam steps on each noise batch'): lambda: (noise()[0], noise(steps=1)[0]),
-            ('LoTUS', 'rounding and early stop'): stops,
-            ('SalUn', 'learning rate'): c('salun', lr=0.1), ('SalUn', 'mask fraction k'): c('salun', mask_fraction=0.5),
-            ('LoTUS+SalUn', 'mask fraction k'): c('lotus_salun', mask_fraction=0.5),
-            ('LoTUS+SalUn', 'class-unlearning target and alpha'): c('lotus_salun', 'class', class_unlearning=True, alpha=32.),
-            ('LoTUS+SalUn', 'ViT learning rate'): c('lotus_salun', arch='vit', lr=1e-4),
-            ('Random Labeling', 'how forget and retain are passed over'): c('random_label', passes='shuffled'),
-            ('UNSIR', 'schedule and momentum'): c('unsir', epochs=2, momentum=0.),
-            ('UNSIR', "the model's mode while the noise is optimised"): lambda: (noise()[1], noise(mode='eval')[1]),
-            ('UNSIR', 'batch size'): c('unsir', arch='vit', batch_size=32),
-            ('UNSIR', 'retain sample'): c('unsir', retain_per_class=50),
-            ('UNSIR', 'pairs of retain and forget batches'): lambda: (pairs(None), pairs(4)),
-            ('SSD', 'batch size of the importance passes'): c('ssd', batch_size=256),
-            ('LoTUS', 'alpha in class unlearning'): c('lotus', 'class', alpha=2.),
-            ('SCRUB', 'weight decay, max steps, retain-KL weight'): c('scrub', weight_decay=0.1, msteps=10, alpha=1.),
-            ('SCRUB', 'msteps, lr milestones, temperature'): c('scrub', lr_decay=1.),
-            ('NegGrad+', 'beta'): c('neggrad_plus', beta=0.5)}
-
-def _benchmark_probes() -> dict:
-    "Probes of the benchmark-level switches: data rules, per-benchmark overrides, the aggregation, tuning's sets, the set checks"
-    import tempfile, numpy as np, pandas as pd, torch
-    from torch.utils.data import TensorDataset, Subset
-    from lotus_nb.benchmark import benchmark_defaults
-    def imagenet():   # the first forget set of a small ImageNet tree (2 classes of 50 training images), drawn by seed (ours) and by the authors' rule
-        from PIL import Image
-        from lotus_nb.data import load_dataset
-        from lotus_nb.splits import dataset_splits
-        with tempfile.TemporaryDirectory() as root:
-            for split, n in (('train', 50), ('val', 10)):
-                for w in ('n01', 'n02'):
-                    (Path(root)/'imagenet'/split/w).mkdir(parents=True)
-                    for i in range(n): Image.new('RGB', (4, 4), (i, 0, 0)).save(Path(root)/'imagenet'/split/w/f'{w}_{i:03d}.png')
-            f = lambda **o: tuple(dataset_splits(load_dataset('imagenet', root=root, img_size=8, **o), 0.1, 13).forget.tolist())
-            return f(), f(forget_rule='first')
-    def overridden(dataset, method, field, value):   # a config field as the runner resolves it for `dataset`'s benchmark, by default and overridden
-        from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides
-        from lotus_nb.methods import method_config
-        from lotus_nb.models import model_arch
-        f = lambda **o: (lambda s: getattr(method_config(method, model_arch(s.model), **method_overrides(s, [method])[method]), field))(resolve_spec(BenchmarkSpec(dataset, **o)))
-        return f(), f(method_overrides={method: {field: value}})
-    def per_seed_rows():   # two seeds where LoTUS's per-seed gaps and its gap of rounded means disagree
-        return pd.DataFrame(dict(method=['gold', 'gold', 'lotus', 'lotus', 'scrub', 'scrub'], seed=[1, 2]*3, mia=[.5, .5, .45, .55, .5, .56],
-                                 acc_forget=.8, acc_retain=.9, acc_test=.8, jsd_legacy=[0, 0, 1e-5, 3e-5, 2e-5, 2e-5],
-                                 rf_jsd_legacy=[1e-5, 1e-5, 2e-5, 2e-5, 3e-5, 3e-5], avg_gap=[0, 0, .0125, .0125, 0, .015], time_min=.1))
-    def aggregation():
-        from lotus_nb.report import table_paper, table_avg_gap, EXTRA_ROWS, OURS_AVG_GAP
-        r = per_seed_rows()
-        return table_paper(r).loc['Avg Gap', 'LoTUS'], table_avg_gap(r, EXTRA_ROWS).loc[OURS_AVG_GAP, 'LoTUS']
-    def pcc():
-        from lotus_nb.paper_tables import pcc_paper, pcc_jsd_rf, PCC_METHODS
-        r = pd.DataFrame(dict(method=list(PCC_METHODS) + ['salun'], seed=1, jsd=np.arange(10)*1e-4, jsd_legacy=np.arange(10)*1e-5,
-                              rf_jsd=np.arange(10)**2*1e-4, rf_jsd_legacy=np.arange(10)**2*1e-5))
-        return round(pcc_paper(r)[0], 4), round(pcc_jsd_rf(r)[0], 4)
-    def tuning():   # images of the validation test set that are also in a reported seed's test set
-        from lotus_nb.data import ImageData
-        from lotus_nb.splits import dataset_splits, validation_splits
-        x = torch.zeros(400, 1, 4, 4, dtype=torch.uint8); y = torch.arange(400) % 4
-        d = ImageData('toy', x, y, x.clone(), y.clone(), list('abcd')); seeds = [3407, 13, 12]
-        reported = np.concatenate([dataset_splits(d, 0.1, s).test for s in seeds])
-        shared = lambda **o: int(np.intersect1d(validation_splits(d, 0.1, 0, exclude_seeds=seeds, **o).test, reported).size)
-        return shared(), shared(heldout='paper')
-    def inputs():   # an UnlearnTask whose forget set is inside its retain set
-        from lotus_nb.methods import UnlearnTask
-        tds = TensorDataset(torch.randn(20, 1, 8, 8), torch.arange(20) % 4)
-        def make(**kw):
-            try: UnlearnTask(Subset(tds, range(4)), tds, **kw); return 'accepted'
-            except ValueError as e: return 'refused: ' + str(e).split(':')[0]
-        return make(), make(check_sets=False)
-    def memorised():   # MemorisationWarnings of lotus_unlearn on a model that never saw its forget set (an untrained network)
-        import warnings, torch.nn as nn
-        from lotus_nb.lotus import lotus_unlearn
-        from lotus_nb.model_checks import MemorisationWarning
-        g = torch.Generator().manual_seed(0); sets = [TensorDataset(torch.randn(n, 6, generator=g), torch.arange(n) % 3) for n in (30, 60, 30)]
-        torch.manual_seed(0); m = nn.Linear(6, 3)
-        def count(**kw):
-            with warnings.catch_warnings(record=True) as w:
-                warnings.simplefilter('always'); lotus_unlearn(m, *sets, progress=False, epochs=1, **kw)
-            return sum(issubclass(x.category, MemorisationWarning) for x in w)
-        return count(), count(check_sets=False)
-    return {('Data', 'the ImageNet forget set'): imagenet,
-            ('Inputs', 'a forget set the model never memorised'): memorised,
-            ('Benchmarks', 'ImageNet batch size'): lambda: overridden('imagenet', 'lotus', 'batch_size', 32),
-            ('LoTUS', 'alpha on CIFAR-10 ResNet18'): lambda: overridden('cifar10', 'lotus', 'alpha', 2.),
-            ('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published"): aggregation,
-            ('Aggregation', 'the points of tab:pcc'): pcc,
-            ('Tuning', 'validation unseen and test sets'): tuning,
-            ('Inputs', 'sets checked before any work'): inputs}
-
-def _stand_in_probe(row:Deviation): # a row of stand_in_rows
-    "The probe of a stand-in row: what runs at embedded scale, and at scale='paper'"
-    from lotus_nb.paper_tables import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
-    from lotus_nb.models import create_model
-    from lotus_nb.benchmark import benchmark_defaults
-    from lotus_nb.training import recipe_from
-    name = next((row.what[len(p):].strip("'") for p in ('dataset ', 'model ', 'forgotten class ') if row.what.startswith(p)), None)
-    if name is not None:
-        pbs = [pb for v in PAPER_BENCHMARKS.values() for pb in v] + [PB('cifar10', 'resnet18', unseen=SYNTHETIC_UNSEEN['paper'])]   # CIFAKE: tab:cifar's D_u
-        pb = next(pb for pb in pbs if name in (pb.dataset, pb.model, pb.forget_class, pb.unseen))
-        spec = lambda scale: (lambda p: None if p is None else (p.spec.dataset, p.spec.model, p.spec.forget_class, p.spec.unseen))(plan_benchmark(pb, scale))
-        return lambda: (spec('embedded'), spec('paper'))
-    if row.what == 'network of the embedded stand-ins':
-        return lambda: (type(create_model('resnet18_small', 10).maxpool).__name__, type(create_model('resnet18', 10).maxpool).__name__)
-    if row.what == 'training recipe of the embedded stand-ins':
-        r = lambda: benchmark_defaults('fashionmnist', 'resnet18_small')['recipe']
-        return lambda: (r().schedule, recipe_from({'schedule': 'linear'}, r()).schedule)
-    ds = row.what.split(' ')[0]   # '<dataset> benchmark defaults'
-    return lambda: (benchmark_defaults(ds, 'resnet18_small')['recipe'].epochs, recipe_from({'epochs': 1}, benchmark_defaults(ds, 'resnet18_small')['recipe']).epochs)
-
 def offers_switch(row:Deviation # a ledger row
                  ) -> bool:    # True unless its switch is 'none' (with or without a reason)
     "Whether `row` offers a switch (its `switch` is not 'none', with or without a reason)"
     return not row.switch.startswith('none')
 
-def switch_probes() -> dict: # (topic, what) -> probe() returning (default, switched)
-    "The probe of every ledger row that offers a switch: it applies the switch and returns what the row's value or behaviour is without and with it"
-    out = {**_metric_probes(), **_setup_probes(), **_method_probes(), **_benchmark_probes()}
-    out.update({(r.topic, r.what): _stand_in_probe(r) for r in stand_in_rows()})
-    return out
-
-def check_switches(rows:list=None,  # rows of the ledger; None: every row (DEVIATIONS and the stand-ins)
-                   probes:dict=None, # (topic, what) -> probe; None: switch_probes()
+def check_switches(probes:dict,    # (topic, what) -> probe() returning (default, switched): tests/ledger_probes.py's switch_probes()
+                   rows:list=None,  # rows of the ledger; None: every row (DEVIATIONS and the stand-ins)
                   ) -> pd.DataFrame: # one row per switch: its default and switched value, and whether they differ
     "Walk every row that offers a switch, apply it and check that it changes what the row says; raises listing a missing probe, a probe of no row, or a switch that changes nothing"
     rows = DEVIATIONS + stand_in_rows() if rows is None else rows
-    probes, out, bad = switch_probes() if probes is None else probes, [], []
+    out, bad = [], []
     keys = {(r.topic, r.what) for r in rows}
     bad += [f"{k}: a probe, but no ledger row" for k in probes if k not in keys and rows is None]
     for r in rows:
@@ -481,62 +281,62 @@ def check_switches(rows:list=None,  # rows of the ledger; None: every row (DEVIA
 
 
 # %% ../nbs/19_deviations.ipynb #c88780af
-EP = 'RR:19-22 --epochs 10; RR:62-68 ViT --epochs 3'   # epochs of every trained method
-BS = 'CFG:40 default 128; RR:68 ViT --batch_size 32'    # batch size of every method but UNSIR
+EPOCHS_SOURCE = 'RR:19-22 --epochs 10; RR:62-68 ViT --epochs 3'   # epochs of every trained method
+BATCH_SIZE_SOURCE = 'CFG:40 default 128; RR:68 ViT --batch_size 32'    # batch size of every method but UNSIR
 def _sgd(file, lines, table):
     "The four optimiser fields of an SGD baseline whose values the table and the authors' `file` agree on"
     return dict(optimizer=('sgd', 'sgd', f'T:{table}; {file}:{lines}'), lr=(1e-3, 1e-3, f'T:{table}; {file}:{lines}'),
-                momentum=(0.9, 0.9, f'{file}:{lines} (table silent)'), weight_decay=(5e-4, 5e-4, f'T:{table}; {file}:{lines}'))
-NU = 'naive_unlearning_class.py'
-LOTUS = dict(epochs=(10, 3, EP), batch_size=(128, 32, 'CFG:40; RR:62 ViT --batch_size 32'),
-             optimizer=('adamw', 'adamw', 'paper section 5; lotus_class.py:195'), lr=(1e-4, 1e-6, 'CFG:44 default 1e-4; RR:62 ViT --lr 1e-6'),
-             momentum=(0.9, 0.9, 'ours: unused by AdamW'), weight_decay=(5e-4, 5e-4, 'paper section 5; CFG:46'),
-             alpha=(2., 2., 'paper (alpha 2); RR:32, 62 --alpha 2 (CIFAR-10 ResNet18: 8, BENCHMARK_DEFAULTS)'),
-             gumbel=(True, True, 'paper Eq. (9); lotus_class.py:202-203'), class_unlearning=(False, False, 'ours: instance unlearning (class: class_defaults)'),
-             legacy_stop=(False, False, 'paper Fig. fig:tau; lotus_class.py:296-305 (rounding: helpers/eval.py:32) is legacy_stop=True'))
+                         momentum=(0.9, 0.9, f'{file}:{lines} (table silent)'), weight_decay=(5e-4, 5e-4, f'T:{table}; {file}:{lines}'))
+NAIVE_UNLEARNING_PY = 'naive_unlearning_class.py'   # the authors' file of Finetuning, NegGrad+ and Random Labeling
+LOTUS_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, 'CFG:40; RR:62 ViT --batch_size 32'),
+                      optimizer=('adamw', 'adamw', 'paper section 5; lotus_class.py:195'), lr=(1e-4, 1e-6, 'CFG:44 default 1e-4; RR:62 ViT --lr 1e-6'),
+                      momentum=(0.9, 0.9, 'ours: unused by AdamW'), weight_decay=(5e-4, 5e-4, 'paper section 5; CFG:46'),
+                      alpha=(2., 2., 'paper (alpha 2); RR:32, 62 --alpha 2 (CIFAR-10 ResNet18: 8, BENCHMARK_DEFAULTS)'),
+                      gumbel=(True, True, 'paper Eq. (9); lotus_class.py:202-203'), class_unlearning=(False, False, 'ours: instance unlearning (class: class_defaults)'),
+                      legacy_stop=(False, False, 'paper Fig. fig:tau; lotus_class.py:296-305 (rounding: helpers/eval.py:32) is legacy_stop=True'))
 DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning
-    'finetune': dict(epochs=(10, 3, EP), batch_size=(128, 32, BS), **_sgd(NU, '37-45', 'tex:820')),
-    'neggrad_plus': dict(epochs=(10, 3, EP), batch_size=(128, 32, BS), **_sgd(NU, '37-45', 'tex:821'),
-                         beta=(0.95, 0.95, 'original paper (Kurmanji et al., small scale)')),
-    'random_label': dict(epochs=(10, 3, EP), batch_size=(128, 32, BS), **_sgd(NU, '37-45', 'tex:822'),
-                         passes=('sequential', 'sequential', f'{NU}:128-173 (forget pass, then retain pass)')),
-    'bad_teacher': dict(epochs=(10, 3, EP), batch_size=(128, 32, BS), optimizer=('adam', 'adam', 'T:tex:823; bad_teaching_class.py:70'),
-                        lr=(1e-4, 1e-4, 'T:tex:823; bad_teaching_class.py:68'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
-                        weight_decay=(0., 0., 'T:tex:823; bad_teaching_class.py:69'), T=(1., 1., 'bad_teaching_class.py:61; original paper')),
-    'scrub': dict(epochs=(10, 3, EP), batch_size=(128, 32, BS), optimizer=('adam', 'adam', 'T:tex:824; scrub_class.py:61'),
-                  lr=(5e-4, 5e-4, 'T:tex:824; scrub_class.py:56'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
-                  weight_decay=(5e-4, 5e-4, 'T:tex:824 (scrub_class.py:57-60: 0.1 except CIFAR-100; result discarded)'),
-                  T=(4., 4., 'scrub_class.py:66-67; original paper'), alpha=(0.5, 0.5, 'original paper'), gamma=(1., 1., 'original paper'),
-                  msteps=(3, 3, 'original paper (the authors\' code: none)'), milestones=((3, 5, 9), (3, 5, 9), 'original paper'),
-                  milestone_budget=(5, 5, 'ours: the milestones scaled to the epochs'), lr_decay=(0.1, 0.1, 'original paper'),
-                  rewind=(False, False, 'ours: SCRUB+R off')),
-    'ssd': dict(epochs=(0, 0, 'original paper: one shot (ssd_class.py:202 re-applied it: a defect)'), batch_size=(128, 32, 'ssd_class.py:30 the run\'s; ' + BS),
-                optimizer=('sgd', 'sgd', 'T:tex:825; ssd_class.py:41 (unused)'), lr=(0.1, 0.1, 'T:tex:825; ssd_class.py:38 (unused)'),
-                momentum=(0., 0., 'ssd_class.py:39 (unused)'), weight_decay=(0., 0., 'T:tex:825; ssd_class.py:40 (unused)'),
-                alpha=(10., 10., 'ssd_class.py:57; original paper'), lam=(1., 1., 'ssd_class.py:56; original paper')),
-    'unsir': dict(epochs=(10, 3, EP + ' (rounds, unsir_class.py:126)'), batch_size=(128, 16, 'CFG:40; RR:66 ViT --batch_size 16'),
-                  optimizer=('sgd', 'sgd', 'T:tex:826; unsir_class.py:68'), lr=(1e-3, 1e-3, 'T:tex:826; unsir_class.py:65'),
-                  momentum=(0.9, 0.9, 'unsir_class.py:66 (table silent)'), weight_decay=(0., 0., 'T:tex:826; unsir_class.py:67'),
-                  noise_steps=(5, 5, 'Choi and Na (unsir_class.py:149-159 took 1: a defect)'), noise_lr=(0.01, 0.01, 'unsir_class.py:145'),
-                  noise_mode=('train', 'train', "unsir_class.py:161 model.train() stays in effect for the next pairs' noise passes (149-154)"),
-                  pairs=('cut', 'cut', "ours: a forget set smaller than one batch is still impaired (unsir_class.py:136-140 skips pairs not both full: pairs='full')"),
-                  retain_per_class=(None, None, 'unsir_class.py:89-92 (1000; 100 with 100+ classes)')),
-    'salun': dict(epochs=(10, 3, EP), batch_size=(128, 32, BS), optimizer=('sgd', 'sgd', 'T:tex:827; salun_class.py:142'),
-                  lr=(1e-3, 1e-3, 'salun_class.py:139 (T:tex:827 says 0.1)'), momentum=(0.9, 0.9, 'salun_class.py:140'),
-                  weight_decay=(5e-4, 5e-4, 'T:tex:827; salun_class.py:141'), passes=('sequential', 'sequential', 'salun_class.py:152-202'),
-                  mask_fraction=(0.1, 0.1, 'salun_class.py:86 (original paper: 0.5)')),
-    'lotus': LOTUS,
-    'lotus_salun': dict(**LOTUS, mask_fraction=(0.1, 0.1, 'salun_class.py:86, 129')),
+    'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
+    'neggrad_plus': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:821'),
+                                  beta=(0.95, 0.95, 'original paper (Kurmanji et al., small scale)')),
+    'random_label': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:822'),
+                                  passes=('sequential', 'sequential', f'{NAIVE_UNLEARNING_PY}:128-173 (forget pass, then retain pass)')),
+    'bad_teacher': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('adam', 'adam', 'T:tex:823; bad_teaching_class.py:70'),
+                                 lr=(1e-4, 1e-4, 'T:tex:823; bad_teaching_class.py:68'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
+                                 weight_decay=(0., 0., 'T:tex:823; bad_teaching_class.py:69'), T=(1., 1., 'bad_teaching_class.py:61; original paper')),
+    'scrub': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('adam', 'adam', 'T:tex:824; scrub_class.py:61'),
+                           lr=(5e-4, 5e-4, 'T:tex:824; scrub_class.py:56'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
+                           weight_decay=(5e-4, 5e-4, 'T:tex:824 (scrub_class.py:57-60: 0.1 except CIFAR-100; result discarded)'),
+                           T=(4., 4., 'scrub_class.py:66-67; original paper'), alpha=(0.5, 0.5, 'original paper'), gamma=(1., 1., 'original paper'),
+                           msteps=(3, 3, 'original paper (the authors\' code: none)'), milestones=((3, 5, 9), (3, 5, 9), 'original paper'),
+                           milestone_budget=(5, 5, 'ours: the milestones scaled to the epochs'), lr_decay=(0.1, 0.1, 'original paper'),
+                           rewind=(False, False, 'ours: SCRUB+R off')),
+    'ssd': dict(epochs=(0, 0, 'original paper: one shot (ssd_class.py:202 re-applied it: a defect)'), batch_size=(128, 32, 'ssd_class.py:30 the run\'s; ' + BATCH_SIZE_SOURCE),
+                         optimizer=('sgd', 'sgd', 'T:tex:825; ssd_class.py:41 (unused)'), lr=(0.1, 0.1, 'T:tex:825; ssd_class.py:38 (unused)'),
+                         momentum=(0., 0., 'ssd_class.py:39 (unused)'), weight_decay=(0., 0., 'T:tex:825; ssd_class.py:40 (unused)'),
+                         alpha=(10., 10., 'ssd_class.py:57; original paper'), lam=(1., 1., 'ssd_class.py:56; original paper')),
+    'unsir': dict(epochs=(10, 3, EPOCHS_SOURCE + ' (rounds, unsir_class.py:126)'), batch_size=(128, 16, 'CFG:40; RR:66 ViT --batch_size 16'),
+                           optimizer=('sgd', 'sgd', 'T:tex:826; unsir_class.py:68'), lr=(1e-3, 1e-3, 'T:tex:826; unsir_class.py:65'),
+                           momentum=(0.9, 0.9, 'unsir_class.py:66 (table silent)'), weight_decay=(0., 0., 'T:tex:826; unsir_class.py:67'),
+                           noise_steps=(5, 5, 'Choi and Na (unsir_class.py:149-159 took 1: a defect)'), noise_lr=(0.01, 0.01, 'unsir_class.py:145'),
+                           noise_mode=('train', 'train', "unsir_class.py:161 model.train() stays in effect for the next pairs' noise passes (149-154)"),
+                           pairs=('cut', 'cut', "ours: a forget set smaller than one batch is still impaired (unsir_class.py:136-140 skips pairs not both full: pairs='full')"),
+                           retain_per_class=(None, None, 'unsir_class.py:89-92 (1000; 100 with 100+ classes)')),
+    'salun': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('sgd', 'sgd', 'T:tex:827; salun_class.py:142'),
+                           lr=(1e-3, 1e-3, 'salun_class.py:139 (T:tex:827 says 0.1)'), momentum=(0.9, 0.9, 'salun_class.py:140'),
+                           weight_decay=(5e-4, 5e-4, 'T:tex:827; salun_class.py:141'), passes=('sequential', 'sequential', 'salun_class.py:152-202'),
+                           mask_fraction=(0.1, 0.1, 'salun_class.py:86 (original paper: 0.5)')),
+    'lotus': LOTUS_DEFAULTS,
+    'lotus_salun': dict(**LOTUS_DEFAULTS, mask_fraction=(0.1, 0.1, 'salun_class.py:86, 129')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
-                     ) -> pd.DataFrame:   # one row per (method, field): resnet, vit, source
+                              ) -> pd.DataFrame:   # one row per (method, field): resnet, vit, source
     "The ledger's table of every method's default hyperparameters, with the source of each value"
     defaults = DEFAULTS if defaults is None else defaults
     return pd.DataFrame([dict(method=m, field=f, resnet=r, vit=v, source=s) for m, fs in defaults.items() for f, (r, v, s) in fs.items()])
 
 def registry_defaults(config=method_config, # config(name, arch) -> a method's config dataclass
-                     ) -> dict:              # method -> field -> (resnet value, vit value)
+                              ) -> dict:              # method -> field -> (resnet value, vit value)
     "Every registered unlearning method's default hyperparameters, for 'resnet' and 'vit', as `config` gives them"
     out = {}
     for m in list_methods(reference=False):
@@ -545,8 +345,8 @@ def registry_defaults(config=method_config, # config(name, arch) -> a method's c
     return out
 
 def defaults_mismatches(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
-                        config=method_config, # config(name, arch) -> a method's config dataclass
-                       ) -> list:            # one line per difference; empty when the ledger matches the registry
+                                 config=method_config, # config(name, arch) -> a method's config dataclass
+                                ) -> list:            # one line per difference; empty when the ledger matches the registry
     "Where the ledger's recorded defaults and the registry disagree: a missing method or field, or a different value"
     defaults, reg, out = DEFAULTS if defaults is None else defaults, registry_defaults(config), []
     for m in sorted(set(reg) | set(defaults)):
@@ -560,8 +360,8 @@ def defaults_mismatches(defaults:dict=None, # method -> field -> (resnet, vit, s
     return out
 
 def check_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
-                   config=method_config, # config(name, arch) -> a method's config dataclass
-                  ):
+                            config=method_config, # config(name, arch) -> a method's config dataclass
+                           ):
     "Raise `AssertionError` listing every difference between the ledger's recorded defaults and the registry"
     if bad := defaults_mismatches(defaults, config):
         raise AssertionError("the deviations ledger and the method registry disagree (update DEFAULTS in nbs/19_deviations.ipynb):\n" + '\n'.join(bad))
