@@ -27,7 +27,7 @@ def lotus_vs_gold(results_csv):
 
 def evaluate_vs_forward(dataset='fashionmnist', repeats=3):
     "Seconds of `evaluate` (reference outputs cached) and of one plain forward pass over the same four splits"
-    from lotus_nb.experiment import benchmark_defaults
+    from lotus_nb.benchmark import benchmark_defaults
     from lotus_nb.data import load_dataset
     from lotus_nb.splits import make_splits
     from lotus_nb.loaders import tensor_splits

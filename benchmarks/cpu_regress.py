@@ -96,7 +96,7 @@ def main(argv=None):
             jobs = []
             if args.papermill: jobs.append(('papermill -p dataset digits', ('-p', 'dataset', 'digits')))
             if args.main:
-                from lotus_nb.experiment import benchmark_defaults
+                from lotus_nb.benchmark import benchmark_defaults
                 d = benchmark_defaults('fashionmnist', 'resnet18_small')
                 jobs.append((f"main job (fashionmnist, train_size {d['train_size']}, {d['recipe'].epochs} epochs)",
                              ('-p', 'train_size', str(d['train_size']), '-p', 'train_epochs', str(d['recipe'].epochs))))

@@ -8,7 +8,7 @@ any import of lotus_nb loaded before 0.6: the package's __init__ imported the ca
 import argparse, json, statistics, subprocess, sys, time
 
 PARTS = ['lotus_nb.checks', 'lotus_nb.store', 'lotus_nb.tracking', 'lotus_nb.training', 'lotus_nb.metrics', 'lotus_nb.methods', 'lotus_nb.lotus',
-         'lotus_nb.runner', 'lotus_nb.grid', 'lotus_nb.experiment', 'lotus_nb.catalog']
+         'lotus_nb.runner', 'lotus_nb.grid', 'lotus_nb.benchmark', 'lotus_nb.catalog']
 
 PROBE = """
 import sys, time, json

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from .checks import check_choice
 from .methods import is_reference, role_method
 from .store import Store, row_id
-from .benchmark import BenchmarkSpec
+from .benchmark_spec import BenchmarkSpec
 from .paper_tables import plan_table, on_datasets, LABELS, table_benchmarks
 from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
 

@@ -11,7 +11,7 @@ from .store import Store, atomic_write, row_id
 import torch
 from .device import get_device
 from .checkpoints import load_checkpoint
-from .benchmark import prepare
+from .benchmark_spec import prepare
 from .runner import Unit, run_unit, fit_original
 from .checks import check_threads
 

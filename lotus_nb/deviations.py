@@ -11,7 +11,7 @@ import pandas as pd
 import lotus_nb
 from .methods import list_methods, method_config
 from .paper_tables import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
-from .benchmark import BENCHMARK_DEFAULTS
+from .benchmark_spec import BENCHMARK_DEFAULTS
 
 
 # %% auto #0

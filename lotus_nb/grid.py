@@ -17,7 +17,7 @@ from .store import Store, atomic_write, row_id
 from .methods import list_methods, is_reference, display_name, role_method
 from .report import report_tables, table_hyperparams, save_table, plot_tau_trace, plot_entropy
 from .tracking import make_tracker
-from .benchmark import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds,
+from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds,
                                 benchmark_name)
 from .runner import Unit, run_unit
 from .checks import check_threads

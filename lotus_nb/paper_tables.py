@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from .registry import View
 from .data import DATASETS, dataset_defaults
 from .models import MODELS
-from .benchmark import BenchmarkSpec
+from .benchmark_spec import BenchmarkSpec
 from .report import save_table, render
 from .store import Store, atomic_write
 

@@ -18,7 +18,7 @@ from .models import create_model, model_input_size, MODELS, VIT_B_16_TIMM, timm_
 from .methods import is_reference, method_config, role_method
 from .models import model_arch
 from .store import Store
-from .benchmark import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
+from .benchmark_spec import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
 from .grid import plan_grid
 
 log = logging.getLogger('lotus_nb')

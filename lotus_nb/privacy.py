@@ -16,7 +16,7 @@ from .models import MODELS
 from .training import Recipe
 from .loops import predict
 from .methods import list_methods, check_method, display_name, is_reference, ordered_methods, role_method
-from .benchmark import BenchmarkSpec, Prepared, resolve_spec, prepare, register_arrays
+from .benchmark_spec import BenchmarkSpec, Prepared, resolve_spec, prepare, register_arrays
 from .grid import run_grid, find_benchmark
 from .report import summarize, fmt_pm, rank_row, make_table, save_table
 from .store import Store, atomic_write

@@ -18,7 +18,7 @@ from .training import train_cached
 from .methods import UnlearnTask, unlearn
 from .metrics import evaluate, reference_outputs, avg_gap, resolve
 from .store import Store, METRICS
-from .benchmark import Prepared, UNSEEN_SOURCES, RUN_ARRAYS
+from .benchmark_spec import Prepared, UNSEEN_SOURCES, RUN_ARRAYS
 
 log = logging.getLogger('lotus_nb')
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np, torch
 from .loaders import TensorSplit
-from .benchmark import register_unseen
+from .benchmark_spec import register_unseen
 
 # %% auto #0
 __all__ = ['ClassGaussians', 'fit_class_gaussians', 'synthetic_split', 'synthetic_unseen']

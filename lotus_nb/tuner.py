@@ -12,7 +12,7 @@ import optuna
 from optuna.trial import TrialState
 from .checks import check_seed
 from .methods import METHODS, check_method, is_reference, method_config, display_name, ordered_methods, role_method
-from .experiment import BenchmarkSpec, resolve_spec
+from .benchmark_spec import BenchmarkSpec, resolve_spec
 from .store import Store
 from .grid import run_grid, find_benchmark
 from .report import summarize, fmt_pm, rank_row, make_table

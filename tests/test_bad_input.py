@@ -3,7 +3,7 @@ import shutil, subprocess, sys, tempfile
 from pathlib import Path
 import pytest
 from conftest import papermill, show
-from lotus_nb.experiment import run_benchmark
+from lotus_nb.benchmark import run_benchmark
 
 @pytest.fixture(scope='module')
 def done(tmp_path_factory):
@@ -87,7 +87,7 @@ def test_papermill_error_past_the_checks_keeps_its_stack(tmp_path):
 
 def test_unwritable_out_dir_refused_before_any_data(tmp_path, monkeypatch):
     "run_benchmark refuses an out_dir under a regular file (root too) at once, naming the path and why, before any data is read"
-    import lotus_nb.experiment as E
+    import lotus_nb.benchmark as E
     monkeypatch.setattr(E, 'prepare', lambda *a, **k: pytest.fail('data was read before out_dir was checked'))
     f = tmp_path/'a_file'; f.write_text('x')
     for out, what in [(f/'x', f'out_dir {f/"x"} cannot be created: {f} is a file'), (f, f'out_dir {f} exists and is not a folder')]:
@@ -102,7 +102,7 @@ def test_read_only_out_dir_refused_before_any_data():
     as root the check runs in a child that drops to an unprivileged user after importing"""
     base = Path(tempfile.mkdtemp()); base.chmod(0o755); ro = base/'ro'; ro.mkdir(); ro.chmod(0o555)
     code = f"""import os, sys
-import lotus_nb.experiment as E
+import lotus_nb.benchmark as E
 E.prepare = lambda *a, **k: sys.exit('data was read before out_dir was checked')
 if os.geteuid() == 0: os.setgid(65534); os.setuid(65534)
 try: E.run_benchmark('digits', 'resnet18_small', seeds=[1], methods=['original', 'gold'], out_dir={str(ro/'x')!r}, progress=False)

@@ -358,7 +358,7 @@ def test_fashionmnist_dataset_and_benchmark_settings():
 
 def test_imagenet_forget_rule_through_a_benchmark(tmp_path):
     "BenchmarkSpec.data_options reaches the loader: the authors' fixed forget set is one override away, with its own setup"
-    from lotus_nb.experiment import BenchmarkSpec, resolve_spec, prepare
+    from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, prepare
     write_imagenet(tmp_path, n_classes=2, per_class=50, val_per_class=10)
     seeded = prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path))), ['lotus'])
     first = prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path), data_options={'forget_rule': 'first'})), ['lotus'])
@@ -458,7 +458,7 @@ def test_data_parts_import_one_way():
     assert _imports_of(pkg/'checks.py') == set()              # nor do the checks
     importers = sorted(p.name for p in pkg.glob('*.py') if p.stem not in ('testing', '_modidx') and 'testing' in _imports_of(p))
     assert importers == [], f"runtime modules import lotus_nb.testing: {importers}"
-    code = ("import sys, lotus_nb.experiment, lotus_nb.grid; from lotus_nb.data import DATASETS; "
+    code = ("import sys, lotus_nb.benchmark, lotus_nb.grid; from lotus_nb.data import DATASETS; "
             "print('lotus_nb.testing' in sys.modules, ','.join(sorted(DATASETS)))")
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]

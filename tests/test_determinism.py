@@ -1,6 +1,6 @@
 "The same benchmark run twice from scratch (separate checkpoint caches) gives exactly the same metrics"
 import pandas as pd
-from lotus_nb.experiment import run_benchmark
+from lotus_nb.benchmark import run_benchmark
 from lotus_nb.store import METRICS
 
 def test_two_runs_identical(tmp_path):

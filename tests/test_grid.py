@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest, torch
 from conftest import papermill, read_rows, show, outputs
-from lotus_nb.experiment import BenchmarkSpec
+from lotus_nb.benchmark import BenchmarkSpec
 from lotus_nb.store import METRICS, KEY
 from lotus_nb.grid import run_grid
 
@@ -53,7 +53,7 @@ def test_papermill_executor_ray(tmp_path):
 def test_figures_read_their_own_benchmarks_records(tmp_path):
     "Forget 10% and forget 50% of one dataset in one grid: each benchmark's figures draw its own runs' records (before 0.3 they shared one file)"
     from lotus_nb.grid import find_benchmark
-    from lotus_nb.experiment import prepare, resolve_spec
+    from lotus_nb.benchmark import prepare, resolve_spec
     from lotus_nb.store import Store
     specs = [BenchmarkSpec('digits', 'resnet18_tiny', f, train_epochs=2) for f in (.1, .5)]
     res = run_grid(specs, seeds=[1], methods=['original', 'gold', 'random_label', 'lotus'], out_dir=tmp_path, progress=False)

@@ -13,7 +13,7 @@ import refresh_outputs as ro
 
 # The chapters that run in a few seconds each under refresh_outputs: seconds of wall time, process start included,
 # measured one at a time (OMP_NUM_THREADS=1) on the 2-core machine; two at a time they take about 1.5 minutes (3 when
-# the machine is busy). The others (index 39 s, 08_experiment 36 s, 20_grid 32 s, 05_lotus 21 s, 02, 11, 12, 16, 17 at
+# the machine is busy). The others (index 39 s, 08b_benchmark 36 s, 20_grid 32 s, 05_lotus 21 s, 02, 11, 12, 16, 17 at
 # about 15 s, 18, 21, 25 and the 01a-01h data chapters at 5-13 s) are refreshed by the same command and run by
 # nbdev_test (tests/test_notebooks.py), but not compared here.
 CHEAP = {'00_theory': 20, '00a_registry': 10, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_formats_cifar': 5, '01h_mufac': 6, '01i_hf_datasets': 10, '04_methods': 7, '06_metrics': 10, '07_report': 7, '07a_store': 6, '07b_tracking': 14,

@@ -46,7 +46,8 @@ def test_gold_against_an_independent_retraining(run_digits):
     """Gold's row is f_gold scored against itself: its Avg Gap and JSD are 0 by definition. The check that can fail: the row holds
     the cached f_gold's own metrics, and a second retraining (the gold recipe on the same D_r, another seed) is another model, whose
     JSD to f_gold (recomputed here from both models' outputs) and Avg Gap are not 0"""
-    from lotus_nb.experiment import BenchmarkSpec, prepare, resolve_spec, seed_context
+    from lotus_nb.benchmark import BenchmarkSpec, prepare, resolve_spec
+    from lotus_nb.runner import seed_context
     from lotus_nb.methods import unlearn
     from lotus_nb.store import Store
     _, res_dir, _ = run_digits

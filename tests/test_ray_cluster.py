@@ -47,7 +47,7 @@ while len([n for n in ray.nodes() if n['Alive']]) < nodes:
     time.sleep(1)
 """
 DRIVER = CONNECT + """
-from lotus_nb.experiment import BenchmarkSpec
+from lotus_nb.benchmark import BenchmarkSpec
 from lotus_nb.grid import run_grid
 specs, seeds, methods = map(eval, sys.argv[4:7])
 run_grid(specs, seeds=seeds, methods=methods, out_dir=out, executor='ray', progress=True, poll_s=1, write=False)
@@ -186,7 +186,7 @@ def sorted_rows(path) -> pd.DataFrame:
     return read_rows(path).sort_values(['forget_class', 'method', 'seed'], na_position='first').reset_index(drop=True)
 
 def test_grid_on_three_nodes(cluster, tmp_path):
-    from lotus_nb.experiment import BenchmarkSpec
+    from lotus_nb.benchmark import BenchmarkSpec
     from lotus_nb.grid import run_grid
     hide = cluster.hide
     t0 = time.time(); run_grid(eval(SPECS), seeds=SEEDS, methods=METHODS, out_dir=hide/'local', progress=False, write=False); t_local = time.time() - t0
@@ -220,7 +220,7 @@ def test_resume_after_driver_kill(cluster):
 def local_rows(hide:Path) -> pd.DataFrame:
     "The local executor's rows of the grid (test_grid_on_three_nodes ran it; run here when a test runs alone)"
     if not (hide/'local'/'results.csv').exists():
-        from lotus_nb.experiment import BenchmarkSpec
+        from lotus_nb.benchmark import BenchmarkSpec
         from lotus_nb.grid import run_grid
         run_grid(eval(SPECS), seeds=SEEDS, methods=METHODS, out_dir=hide/'local', progress=False, write=False)
     return sorted_rows(hide/'local'/'results.csv')

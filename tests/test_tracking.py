@@ -2,7 +2,7 @@
 import os
 import pytest
 from conftest import read_rows
-from lotus_nb.experiment import run_benchmark, BenchmarkSpec
+from lotus_nb.benchmark import run_benchmark, BenchmarkSpec
 from lotus_nb.grid import run_grid
 from lotus_nb.store import Store
 from lotus_nb.tracking import MLflowTracker
