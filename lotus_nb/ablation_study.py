@@ -12,17 +12,15 @@ from .checks import check_choice
 from .methods import is_reference, role_method
 from .store import Store, row_id
 from .benchmark_spec import BenchmarkSpec
-from .paper_tables import plan_table, on_datasets, LABELS, table_benchmarks
+from .paper_plan import plan_table, on_datasets, LABELS
 from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
 
-VARIANT_OF = 'lotus'   # the method whose variants this chapter studies: every table below selects its rows by this name
+from .paper_tables import VARIANT_OF   # the method whose variants this chapter studies: every table below selects its rows by this name
 
 # %% auto #0
-__all__ = ['VARIANT_OF', 'PUBLISHED_TEXT', 'SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'GUMBEL_VARIANTS', 'VAL_GAP_KEYS',
-           'TEST_COLUMNS', 'SWEEP_METRICS', 'paper_key', 'plan_ablation', 'lotus_variant', 'rename_column',
-           'with_synthetic', 'table_cifar', 'lotus_unseen_accuracy', 'table_gumbel', 'stack_runs', 'val_avg_gap',
-           'alpha_criterion', 'select_alpha', 'table_alpha', 'table_lotus_salun', 'sweep_frame', 'plot_retain_sweep',
-           'table_retain_sweep']
+__all__ = ['PUBLISHED_TEXT', 'VAL_GAP_KEYS', 'TEST_COLUMNS', 'SWEEP_METRICS', 'paper_key', 'plan_ablation', 'lotus_variant',
+           'lotus_unseen_accuracy', 'stack_runs', 'val_avg_gap', 'alpha_criterion', 'select_alpha', 'table_alpha',
+           'table_lotus_salun', 'sweep_frame', 'plot_retain_sweep', 'table_retain_sweep']
 
 # %% ../nbs/26_ablation_study.ipynb #d86d09ea
 PUBLISHED_TEXT = {
@@ -73,35 +71,6 @@ def lotus_variant(spec:BenchmarkSpec,      # the main benchmark the variant chan
     if hyper: over[method] = {**over.get(method, {}), **hyper}
     return dataclasses.replace(spec, method_overrides=over or None, retain_pct=spec.retain_pct if retain_pct is None else retain_pct)
 
-# %% ../nbs/26_ablation_study.ipynb #32b24620
-SYNTHETIC_METHOD, SYNTHETIC_LABEL = 'lotus_synthetic', 'LoTUS (synthetic D_u)'
-
-def rename_column(table:pd.DataFrame, # a ranked table (metric_table, table_benchmarks)
-                  old:str,            # the column to rename
-                  new:str,            # its new name
-                  ) -> pd.DataFrame:
-    "`table` with column `old` renamed `new`, in its ranks and its `best` column too"
-    t = table.rename(columns={old: new})
-    if 'best' in t: t['best'] = t['best'].replace(old, new)
-    t.attrs['rank'] = {(r, new if c == old else c): k for (r, c), k in table.attrs.get('rank', {}).items()}
-    return t
-
-def with_synthetic(heldout:pd.DataFrame,    # the rows of the benchmark (its unseen set held out)
-                   synthetic:pd.DataFrame   # the rows of the same benchmark with a synthetic unseen set
-                  ) -> pd.DataFrame:
-    "The rows of `heldout` and the LoTUS rows of `synthetic` as method `lotus_synthetic`"
-    syn = synthetic[synthetic.method == VARIANT_OF].assign(method=SYNTHETIC_METHOD)
-    return pd.concat([heldout, syn], ignore_index=True)
-
-def table_cifar(parts:dict,     # row label -> (heldout rows, synthetic rows or None)
-                rows:dict=None, # {label: (column, scale, digits)}; None: Avg Gap, JSD x1e4, time
-                methods=None,   # columns to keep (registry names), the synthetic LoTUS added; None: all present
-               ) -> pd.DataFrame:
-    "`tab:cifar`: `table_benchmarks` of every method, plus LoTUS with the synthetic unseen set as the last column"
-    both = {k: with_synthetic(h, s) if s is not None and len(s) else h for k, (h, s) in parts.items()}
-    if methods is not None: methods = [*methods, SYNTHETIC_METHOD]
-    return rename_column(table_benchmarks(both, rows, methods), SYNTHETIC_METHOD, SYNTHETIC_LABEL)   # unknown methods come last
-
 # %% ../nbs/26_ablation_study.ipynb #ceddf718
 def lotus_unseen_accuracy(store:Store,          # the results store holding the LoTUS run records
                           results:pd.DataFrame, # rows of the store (their key columns); only those of VARIANT_OF are read
@@ -110,30 +79,6 @@ def lotus_unseen_accuracy(store:Store,          # the results store holding the 
     rows = results[results.method == VARIANT_OF]
     accs = [store.read_record(row_id(r))['acc_unseen'] for _, r in rows.iterrows()]
     return float(np.mean(accs)) if accs else float('nan')
-
-# %% ../nbs/26_ablation_study.ipynb #4f123f3f
-GUMBEL_VARIANTS = ('Gumbel-Softmax', 'Softmax with Temperature')
-
-def table_gumbel(gumbel:dict,   # benchmark label -> its rows with LoTUS's Gumbel-softmax (the default)
-                 softmax:dict,  # benchmark label -> its rows with gumbel=False
-                 rows:dict=None, # {label: (column, scale, digits)}; None: Avg Gap, JSD x1e4
-                ) -> pd.DataFrame:
-    "`tab:gumbel`: LoTUS's metrics with each activation, mean ± std over seeds, the better of each pair ranked first"
-    rows = rows or {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4')}
-    cells, rank = {}, {}
-    has = lambda d, k: k in d and (d[k].method == VARIANT_OF).any()
-    for label in [k for k in gumbel if has(gumbel, k) and has(softmax, k)]:
-        runs = dict(zip(GUMBEL_VARIANTS, (gumbel[label], softmax[label])))
-        for metric, (col, scale, digits) in rows.items():
-            mean = {v: df.loc[df.method == VARIANT_OF, col].mean()*scale for v, df in runs.items()}
-            std = {v: df.loc[df.method == VARIANT_OF, col].std(ddof=0)*scale for v, df in runs.items()}
-            best = min(round(m, digits) for m in mean.values())
-            for v in GUMBEL_VARIANTS:
-                cells.setdefault(f'{metric} | {v}', {})[label] = fmt_pm(mean[v], std[v], digits)
-                if round(mean[v], digits) == best: rank[(f'{metric} | {v}', label)] = 1
-    t = pd.DataFrame(cells).T
-    t.attrs['rank'] = rank
-    return t
 
 # %% ../nbs/26_ablation_study.ipynb #4acc73f6
 VAL_GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_unseen')   # the Avg Gap's terms with D_u's accuracy for the test accuracy
@@ -234,3 +179,8 @@ def table_retain_sweep(sweep:pd.DataFrame # LoTUS rows with their retain_pct (sw
     "Avg Gap, JSD x1e4 and time of LoTUS per retain fraction (columns), the lowest of each row ranked first"
     rows = {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
     return metric_table(sweep.assign(method=sweep.retain_pct.map(lambda p: f'retain {p:.2f}')), rows)
+
+# %% ../nbs/26_ablation_study.ipynb #209b758d
+import lotus_nb.paper_tables
+from lotus_nb.checks import old_names
+__getattr__ = old_names(__name__, moved={n: lotus_nb.paper_tables for n in ('table_cifar', 'table_gumbel', 'with_synthetic', 'rename_column', 'SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'GUMBEL_VARIANTS')})

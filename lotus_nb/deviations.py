@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import lotus_nb
 from .methods import list_methods, method_config
-from .paper_tables import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
+from .paper_plan import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
 from .benchmark_spec import BENCHMARK_DEFAULTS
 
 
@@ -115,12 +115,12 @@ DEVIATIONS = [
       "helpers/eval.py:355-360 LogisticRegression(class_weight='balanced', solver='lbfgs', multi_class='multinomial', random_state=42): on two classes its penalty 0.5(|w0|^2 + |w1|^2) is the binary fit's at C=2",
       'scikit-learn 1.8 removed multi_class; C=2 gives the same scores (checked against scikit-learn 1.5.2 on synthetic data)', 'mia_entropy(..., C=1.)', 'code over table'),
     Deviation('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published",
-      "each seed's values rounded as logged (accuracies, MIA 2 decimals; jsd_legacy, rf_jsd_legacy 6; time 2); mean and std (ddof 1) over seeds; JSD and RF-JSD x1e4; round 2; gap = |mean - Gold's mean| of the rounded means; Avg Gap = mean of the 4 gaps, round 4, printed without ± ({lotus_nb.report.paper_aggregate})",
+      "each seed's values rounded as logged (accuracies, MIA 2 decimals; jsd_legacy, rf_jsd_legacy 6; time 2); mean and std (ddof 1) over seeds; JSD and RF-JSD x1e4; round 2; gap = |mean - Gold's mean| of the rounded means; Avg Gap = mean of the 4 gaps, round 4, printed without ± ({lotus_nb.report.aggregate_authors})",
       'Avg Gap without ± (multiples of 0.0025); JSD x1e4 and time mean ± std',
       "notebooks/results.ipynb cell 0 (groupby('method').aggregate(['mean', 'std']); js, js_proxy x1e4; round(2); *_gap of the rounded means; avg_gap .mean(axis=1).round(4)); results_class.ipynb, results_imagenet.ipynb the same; per-seed rounding helpers/eval.py:32, 364, 185, 165, unlearn.py:196",
       'the tables stand beside the published numbers; ours (the mean of per-seed gaps ± std) can rank methods otherwise',
       "the '_extra' tables: row 'Avg Gap (ours: mean of per-seed gaps)' ({lotus_nb.report.EXTRA_ROWS}), std ddof 0", 'code over table'),
-    Deviation('Aggregation', 'the points of tab:pcc', "Gold, Finetuning, NegGrad+, RndLbl, BadT, SCRUB, SSD, UNSIR and LoTUS (9), their printed means of jsd_legacy and rf_jsd_legacy (x1e4, round 2) ({lotus_nb.paper_tables.pcc_paper})",
+    Deviation('Aggregation', 'the points of tab:pcc', "Gold, Finetuning, NegGrad+, RndLbl, BadT, SCRUB, SSD, UNSIR and LoTUS (9), their printed means of jsd_legacy and rf_jsd_legacy (x1e4, round 2) ({lotus_nb.paper_tables.pcc_jsd_rf_authors})",
       'not stated; its ten (r, p) pairs imply n = 9 (n = 10 would give p 0.0001-0.0002 for ViT C-10 10%, printed 0.0005)',
       "notebooks/results.ipynb cell 0: pearsonr(main_df[('js', 'mean')], main_df[('js_proxy', 'mean')]); main_df also lists our_cifake, which the published p-values exclude; SalUn never",
       'reproduces the published correlations', 'tab:pcc_extra: pcc_jsd_rf (every unlearning method, SalUn in, Gold out, unrounded jsd and rf_jsd)', 'code over table'),
@@ -229,7 +229,7 @@ STAND_IN_SETUP = [   # the stand-ins' network and recipe: what the embedded benc
 ]
 
 def stand_in_rows() -> list:
-    "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper_tables` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"
+    "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper_plan` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"
     sw = "scale='paper' (the paper's dataset and model)"
     rows = [Deviation('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
             for p, s in STAND_INS.items()]

@@ -15,7 +15,8 @@ from .device import get_device
 from .checkpoints import cache_key
 from .store import Store, atomic_write, row_id
 from .methods import list_methods, is_reference, display_name, role_method
-from .report import report_tables, table_hyperparams, save_table, plot_tau_trace, plot_entropy
+from .paper_tables import report_tables, table_hyperparams
+from .report import save_table, plot_tau_trace, plot_entropy
 from .tracking import make_tracker
 from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds,
                                 benchmark_name)

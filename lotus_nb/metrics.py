@@ -17,7 +17,7 @@ from .model_checks import check_model_fits
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy', 'mia_entropy',
            'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision', 'js_rows',
            'js_legacy', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs',
-           'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate']
+           'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate', 'metric_costs']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -316,3 +316,27 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     res.update(extra_metrics(logits, ref))
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in ent.items()}
     return res
+
+# %% ../nbs/06_metrics.ipynb #2aa97058
+from .device import Timer, model_device
+
+def metric_costs(f_un,         # the unlearned model whose metrics are timed
+                 f_orig,       # the original model (RF-JSD: its outputs on $D_u$)
+                 f_rand,       # a randomly initialised network (ZRF: its outputs on $D_f$)
+                 forget,       # $D_f$: a split, Dataset or DataLoader
+                 unseen,       # $D_u$: a split, Dataset or DataLoader
+                 repeats:int=3 # timings of each metric; the fastest is kept
+                ) -> dict: # {'rf_jsd': seconds, 'zrf': seconds}
+    "Seconds to compute RF-JSD and ZRF of `f_un` from scratch (its own forget outputs shared), best of `repeats`"
+    pf, yf = probs_of(f_un, forget)
+    def rf():
+        q, yq = probs_of(f_orig, unseen); return rf_jsd(pf, yf, q, yq)
+    def zr(): return zrf(pf, probs_of(f_rand, forget)[0])
+    out = {}
+    for name, f in (('rf_jsd', rf), ('zrf', zr)):
+        ts = []
+        for _ in range(repeats):
+            with Timer(model_device(f_un)) as t: f()
+            ts.append(t.minutes*60)
+        out[name] = min(ts)
+    return out

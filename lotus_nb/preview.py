@@ -20,6 +20,8 @@ from .models import model_arch
 from .store import Store
 from .benchmark_spec import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
 from .grid import plan_grid
+from .paper_plan import plan_table, plan_benchmark, SYNTHETIC_UNSEEN
+from .ablation_study import plan_ablation, lotus_variant, VARIANT_OF
 
 log = logging.getLogger('lotus_nb')
 
@@ -359,8 +361,6 @@ def paper_grids(scale:str,             # 'embedded' or 'paper'
                 recipe=None            # Recipe fields changing the training of f_orig and f_gold (the papermill parameter recipe); None: each benchmark's
                ) -> list: # [(what, specs, methods)], one per run_grid call
     "The grids `paper.ipynb` and the notebooks it runs (at their default parameters) hand to `run_grid` at `scale`"
-    from lotus_nb.paper_tables import plan_table, plan_benchmark, SYNTHETIC_UNSEEN
-    from lotus_nb.ablation_study import plan_ablation, lotus_variant, VARIANT_OF
     R = lambda ps: [with_recipe(p.spec, recipe) for p in ps]
     table = lambda t: plan_table(t, scale, data_root, train_epochs, datasets)
     grids = [('main tables', R([p for t in ('tab:avg_gap', 'tab:cifar', 'tab:fifty') for p in table(t)]), methods),

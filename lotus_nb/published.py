@@ -8,9 +8,11 @@ import functools, math, os, re
 from pathlib import Path
 import numpy as np, pandas as pd
 import lotus_nb
-from .paper_tables import PAPER_BENCHMARKS, PB, LABELS
+from .paper_plan import PAPER_BENCHMARKS, PB, LABELS
 from .methods import is_reference, role_method
 from .store import atomic_write
+from .report import aggregate_authors, LOGGED_DIGITS
+from .paper_tables import pcc_jsd_rf_authors
 
 # %% auto #0
 __all__ = ['TABLES', 'COLS', 'DATA_FILE', 'TEX_NAME', 'ARCHS', 'DATASET_LABELS', 'METHOD_NAMES', 'METRIC_WORDS', 'SCALES',
@@ -306,16 +308,14 @@ def _class_name(c, names) -> str:
 
 def _bench_long(key:tuple, b:pd.DataFrame) -> list:
     "One benchmark's cells by the authors' aggregation: every logged metric, the gaps, Avg Gap, and tab:pcc's PCC and p-value"
-    from lotus_nb.report import paper_aggregate, LOGGED_DIGITS
-    from lotus_nb.paper_tables import pcc_paper
-    agg, bench, gold = paper_aggregate(b), dict(zip(BENCH, key)), role_method('gold')
+    agg, bench, gold = aggregate_authors(b), dict(zip(BENCH, key)), role_method('gold')
     cell = lambda m, metric, mean, std: dict(bench, method=m, metric=metric, mean=float(mean), std=float(std), seeds=int(agg.loc[m, 'seeds']))
     out = []
     for m in agg.index:
         out += [cell(m, c, agg.loc[m, c], agg.loc[m, f'{c}_std']) for c in LOGGED_DIGITS if c in agg]
         out += [cell(m, f'gap_{k}', agg.loc[m, f'gap_{k}'], math.nan) for k in GAP_METRICS if m != gold and f'gap_{k}' in agg]
         out.append(cell(m, 'avg_gap', agg.loc[m, 'avg_gap'], math.nan))
-    r, p, n = pcc_paper(b)
+    r, p, n = pcc_jsd_rf_authors(b)
     if np.isfinite(r): out += [dict(bench, method='', metric=k, mean=float(v), std=math.nan, seeds=n) for k, v in (('pcc', r), ('p_value', p))]
     return out
 

@@ -20,8 +20,10 @@ from lotus_nb.metrics import evaluate, jsd, rf_jsd, zrf, mia_entropy
 from lotus_nb.lotus import lotus_unlearn, legacy_stop_reached
 from lotus_nb.unsir import error_maximizing_noise, impair_epoch
 from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides, benchmark_defaults, benchmark_augment
-from lotus_nb.report import table_paper, table_avg_gap, EXTRA_ROWS, OURS_AVG_GAP
-from lotus_nb.paper_tables import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark, pcc_paper, pcc_jsd_rf, PCC_METHODS
+from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap
+from lotus_nb.report import EXTRA_ROWS, OURS_AVG_GAP
+from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
+from lotus_nb.paper_tables import pcc_jsd_rf_authors, pcc_jsd_rf, PCC_METHODS
 
 def _cfg(method:str, arch:str='resnet', kind:str='instance', **over): # a registered method; its config with `over` applied
     return method_config(method, arch, kind, **over)
@@ -137,11 +139,11 @@ def _benchmark_probes() -> dict:
                                  rf_jsd_legacy=[1e-5, 1e-5, 2e-5, 2e-5, 3e-5, 3e-5], avg_gap=[0, 0, .0125, .0125, 0, .015], time_min=.1))
     def aggregation():
         r = per_seed_rows()
-        return table_paper(r).loc['Avg Gap', 'LoTUS'], table_avg_gap(r, EXTRA_ROWS).loc[OURS_AVG_GAP, 'LoTUS']
+        return table_avg_gap_authors(r).loc['Avg Gap', 'LoTUS'], table_avg_gap(r, EXTRA_ROWS).loc[OURS_AVG_GAP, 'LoTUS']
     def pcc():
         r = pd.DataFrame(dict(method=list(PCC_METHODS) + ['salun'], seed=1, jsd=np.arange(10)*1e-4, jsd_legacy=np.arange(10)*1e-5,
                               rf_jsd=np.arange(10)**2*1e-4, rf_jsd_legacy=np.arange(10)**2*1e-5))
-        return round(pcc_paper(r)[0], 4), round(pcc_jsd_rf(r)[0], 4)
+        return round(pcc_jsd_rf_authors(r)[0], 4), round(pcc_jsd_rf(r)[0], 4)
     def tuning():   # images of the validation test set that are also in a reported seed's test set
         x = torch.zeros(400, 1, 4, 4, dtype=torch.uint8); y = torch.arange(400) % 4
         d = ImageData('toy', x, y, x.clone(), y.clone(), list('abcd')); seeds = [3407, 13, 12]

@@ -6,8 +6,10 @@ import math, warnings
 import numpy as np, pandas as pd, pytest
 from scipy.stats import pearsonr
 from lotus_nb.store import Store
-from lotus_nb.report import table_paper, table_supp_paper, render, certainty, PAPER_METHODS, paper_aggregate
-from lotus_nb.paper_tables import PB, pcc_paper, table_pcc_paper, PAPER_BENCHMARKS, block_label
+from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap_supp_authors
+from lotus_nb.report import render, certainty, PAPER_METHODS, aggregate_authors
+from lotus_nb.paper_plan import PB, PAPER_BENCHMARKS, block_label
+from lotus_nb.paper_tables import pcc_jsd_rf_authors, table_pcc_authors
 from lotus_nb.published import ours_long, compare_published, GAP_METRICS
 from lotus_nb.methods import display_name
 
@@ -67,7 +69,7 @@ def bench(tmp_path_factory):
 def test_avg_gap_cells_are_the_authors(bench):
     "Every Avg Gap cell of tab:avg_gap (and tab:avg_gap_supp) is the transcription's avg_gap, printed with 4 decimals, no spread"
     rows, theirs = bench
-    t, s = table_paper(rows), table_supp_paper(rows)
+    t, s = table_avg_gap_authors(rows), table_avg_gap_supp_authors(rows)
     for m, a in THEIRS.items():
         want = f"{theirs.loc[a, ('avg_gap', '')]:.4f}"
         assert t.loc['Avg Gap', display_name(m)] == want == s.loc['Avg Gap', display_name(m)], (m, t.loc['Avg Gap', display_name(m)], want)
@@ -103,9 +105,9 @@ def test_pcc_on_the_authors_points(bench):
     rows, theirs = bench
     main_df = theirs.loc[["retrained", "finetune", "neggrad", "relabel", "badT", "scrub", "ssd", "unsir", "our"]]
     corr, p_value = pearsonr(main_df[("js", "mean")], main_df[("js_proxy", "mean")])
-    r, p, n = pcc_paper(rows)
+    r, p, n = pcc_jsd_rf_authors(rows)
     assert n == 9 and math.isclose(r, corr, rel_tol=1e-12) and math.isclose(p, p_value, rel_tol=1e-9)
-    t = table_pcc_paper({pb: rows if pb == PB('cifar100', 'resnet18') else None for pb in PAPER_BENCHMARKS['tab:pcc']})
+    t = table_pcc_authors({pb: rows if pb == PB('cifar100', 'resnet18') else None for pb in PAPER_BENCHMARKS['tab:pcc']})
     assert t.loc[block_label(PB('cifar100', 'resnet18'), pct=True)].tolist() == [f'{corr:.2f}', f'{p_value:.4f}']
     long = ours_long(rows).set_index('metric')
     assert math.isclose(long.loc['pcc', 'mean'], corr, rel_tol=1e-12) and long.loc['pcc', 'seeds'] == 9
@@ -119,7 +121,7 @@ def tied(gaps:dict) -> pd.DataFrame:
 
 def test_ties_all_bold():
     "Four methods at the same printed Avg Gap: all four bold, the next value underlined (ViT MUFAC's row of tab:avg_gap has four 0.0200)"
-    t = table_paper(tied(dict(finetune=.04, neggrad_plus=.0475, random_label=.02, scrub=.02, ssd=.02, unsir=.0475, salun=.02, lotus=.02)))
+    t = table_avg_gap_authors(tied(dict(finetune=.04, neggrad_plus=.0475, random_label=.02, scrub=.02, ssd=.02, unsir=.0475, salun=.02, lotus=.02)))
     md = render(t).loc['Avg Gap']
     assert {c for c, v in md.items() if v.startswith('**')} == {'RndLbl', 'SCRUB', 'SSD', 'SalUn', 'LoTUS'}
     assert {c for c, v in md.items() if v.startswith('<u>')} == {'Finetuning'} and md['Gold Std'] == '0.0000'
@@ -136,5 +138,5 @@ def test_certainty_counts_seeds():
     assert c.loc['Avg Gap', 'Second − best, per seed'] == '7: +0.0075, 8: +0.0050, 9: -0.0100'
     assert c.loc['Avg Gap', 'Order holds'] == '2 of 3 seeds'
     assert c.loc['JSD ×1e4', 'Best'] == 'LoTUS (0.13)' and c.loc['JSD ×1e4', 'Order holds'] == '2 of 3 seeds (1 tied)', c.loc['JSD ×1e4']
-    agg = paper_aggregate(rows)
+    agg = aggregate_authors(rows)
     assert agg.loc['lotus', 'avg_gap'] < agg.loc['scrub', 'avg_gap']   # the table's order, which seed 9 reverses

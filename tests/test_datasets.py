@@ -327,7 +327,7 @@ def test_defaults_of_the_paper_datasets():
 def test_registration_is_the_one_source():
     "A dataset's benchmark defaults, official sizes, paper label and stand-in are registered with it, once: a dataset registered from outside the package is seen by benchmark_defaults, the preview, the paper's plans and labels, and the views built from them"
     from lotus_nb.benchmark import BenchmarkSpec, BENCHMARK_DEFAULTS, benchmark_defaults, benchmark_augment
-    from lotus_nb.paper_tables import PB, STAND_INS, LABELS, plan_benchmark
+    from lotus_nb.paper_plan import PB, STAND_INS, LABELS, plan_benchmark
     from lotus_nb.preview import _shape
     @D.register_dataset('outside', model='resnet18_small', img_size=20, augment='flip', train_images=700, heldout_images=70, num_classes=7,
                         in_chans=1, label='Out-7', in_paper=True, stand_in='digits',

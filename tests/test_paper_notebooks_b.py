@@ -96,7 +96,8 @@ def test_ablation_artifacts(paper_dir):
     e = manifest(out, 'fig:retain_sweep')
     assert (out/e['files']['png']).stat().st_size > 0 and (out/e['files']['pdf']).exists()
     tg = pd.read_csv(out/'tables'/'gumbel.csv', index_col=0)
-    from lotus_nb.paper_tables import PAPER_BENCHMARKS, block_label, GUMBEL_ROWS
+    from lotus_nb.paper_plan import PAPER_BENCHMARKS, block_label
+    from lotus_nb.paper_tables import GUMBEL_ROWS
     assert list(tg.columns) == [block_label(pb) for pb in PAPER_BENCHMARKS['tab:gumbel']] and list(tg.index) == GUMBEL_ROWS, tg   # the paper's grid
     assert (tg['RN18 C-10'] != '—').all() and (tg['ViT TinyIN'] == '—').all(), tg   # digits stands in for C-10 with RN18; ViT has no stand-in
     ta = pd.read_csv(out/'tables'/'alpha_search.csv', index_col=0)

@@ -70,7 +70,8 @@ from lotus_nb.catalog import PLUGINS
 from lotus_nb.methods import list_methods, display_name, unlearn, demo_task
 from lotus_nb.data import DATASETS
 from lotus_nb.metrics import evaluate, list_metrics
-from lotus_nb.report import table_hyperparams, extra_rows
+from lotus_nb.paper_tables import table_hyperparams
+from lotus_nb.report import extra_rows
 assert list_methods()[-3:] == ['lotus', 'noop', 'lotus_salun'], list_methods()        # order 10.5: its column
 assert display_name('noop') == 'No-op' and 'No-op' in table_hyperparams().index         # its label in the tables
 assert 'toy_blobs' in DATASETS and list_metrics() == ['conf_forget'] and 'Forget conf.' in extra_rows()

@@ -4,8 +4,8 @@ import re
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 from lotus_nb.report import PAPER_METHODS, PAPER_ROWS, SUPP_ROWS, MISSING, render
-from lotus_nb.paper_tables import (PAPER_BENCHMARKS, PAPER_COLUMNS, PB, paper_table, table_pcc_paper, table_large_scale, gumbel_shape,
-                            block_label, GUMBEL_ROWS)
+from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, block_label
+from lotus_nb.paper_tables import PAPER_COLUMNS, table_authors, table_pcc_authors, table_imagenet_authors, gumbel_shape, GUMBEL_ROWS
 
 REPO = Path(__file__).resolve().parents[1]
 ALIASES = {'Bad Teacher': 'BadT', 'Rnd Labeling': 'RndLbl'}   # the paper spells two methods two ways
@@ -74,7 +74,7 @@ def parts(label, extra=()):
 
 @pytest.mark.parametrize('label', ['tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class', 'tab:avg_gap_supp'])
 def test_method_columns(label):
-    t = paper_table(label, parts(label, ['lotus_synthetic'] if label == 'tab:cifar' else ()))
+    t = table_authors(label, parts(label, ['lotus_synthetic'] if label == 'tab:cifar' else ()))
     assert [norm(c) for c in t.columns] == [norm(c) for c in header(label)], (list(t.columns), header(label))
     ranked = {c for _, c in t.attrs['rank']}
     assert ranked <= set(t.columns) and 'LoTUS+SalUn' not in ranked and 'Original' not in ranked
@@ -83,7 +83,7 @@ def test_method_columns(label):
 @pytest.mark.parametrize('label', ['tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class', 'tab:avg_gap_supp'])
 def test_blocks_and_rows(label):
     "Blocks in the paper's order, the paper's rows in each, in its order"
-    t = paper_table(label, parts(label, ['lotus_synthetic'] if label == 'tab:cifar' else ()))
+    t = table_authors(label, parts(label, ['lotus_synthetic'] if label == 'tab:cifar' else ()))
     blocks = list(dict.fromkeys(i.split(' | ')[0] for i in t.index))
     assert blocks == [block_label(pb) for pb in PAPER_BENCHMARKS[label]]
     ours = [norm(i.split(' | ')[1]) for i in t.index][:len(rows_of(label))]
@@ -91,7 +91,7 @@ def test_blocks_and_rows(label):
     assert not (t.iloc[:len(rows_of(label))] == MISSING).any().any(), "every cell of a block that ran is filled (JSD: jsd_legacy)"
 
 def test_imagenet():
-    t = table_large_scale(results(EVERY))
+    t = table_imagenet_authors(results(EVERY))
     assert list(t.columns) == ['RF-JSD x1e4', 'Time (min.)', 'Retain Acc.', 'MIA Acc.']
     assert [norm(c) for c in t.index] == [norm(r) for r in rows_of('tab:imagenet')] == [norm(c) for c in
             ['Original', 'Finetuning', 'NegGrad+', 'RndLbl', 'BadT', 'SCRUB', 'SSD', 'UNSIR', 'SalUn', 'LoTUS']]
@@ -100,7 +100,7 @@ def test_imagenet():
 
 def test_pcc_rows():
     "One row per benchmark the paper correlates, in its order, then the mean"
-    t = table_pcc_paper(parts('tab:pcc'))
+    t = table_pcc_authors(parts('tab:pcc'))
     paper = rows_of('tab:pcc')
     assert len(t) == len(paper) == 11, (list(t.index), paper)
     assert [norm(i.split(' ', 1)[1]) for i in t.index[:-1]] == [norm(r) for r in paper[:-1]]
