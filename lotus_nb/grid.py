@@ -28,8 +28,8 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
-           'executor_options', 'run_local', 'check_nodes', 'run_ray', 'Benchmark', 'streisand', 'report',
-           'find_benchmark', 'run_grid']
+           'executor_options', 'run_local', 'check_nodes', 'run_ray', 'Benchmark', 'entropy_figure_methods',
+           'collect_benchmark', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -246,16 +246,16 @@ class Benchmark:
     plotted: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> the data each figure drew (seed -> trace; method -> split -> entropies)
 
 # %% ../nbs/20_grid.ipynb #d61d2e4f
-def streisand() -> tuple: # registry names
+def entropy_figure_methods() -> tuple: # registry names
     "The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two methods the figure names"
     return (role_method('original'), role_method('gold'), 'random_label', 'lotus')
 
-def report(store:Store,     # the results store: rows and records are read, tables/ and figures/ written
-           prep:Prepared,   # the prepared benchmark (selects its rows)
-           methods,         # registry names to report
-           seeds=None,      # the seeds to report; None: every seed the store holds for this benchmark
-           write:bool=True  # write the tables and figures; False: the rows only
-          ) -> Benchmark:
+def collect_benchmark(store:Store,     # the results store: rows and records are read, tables/ and figures/ written
+                      prep:Prepared,   # the prepared benchmark (selects its rows)
+                      methods,         # registry names to report
+                      seeds=None,      # the seeds to report; None: every seed the store holds for this benchmark
+                      write:bool=True  # write the tables and figures; False: the rows only
+                     ) -> Benchmark:
     "Tables and figures of one benchmark from its rows and run records in `store`"
     df = store.read()
     want = {prep.ident(m, 0)[:-2] for m in methods}
@@ -276,11 +276,16 @@ def report(store:Store,     # the results store: rows and records are read, tabl
         traces = {s: r['trace'] for s, r in recs.items() if r and r.get('trace') and 'tau_d' in r['trace'][0]}
         if traces: b.plotted['tau_trace'] = traces; save('tau_trace', plot_tau_trace(traces, f'{display_name(m)} on {b.name}')); break
     s0 = run_seeds[0]
-    ents = {m: e for m in streisand() if m in methods and (e := prep.entropies(store, m, s0)) is not None}
+    ents = {m: e for m in entropy_figure_methods() if m in methods and (e := prep.entropies(store, m, s0)) is not None}
     if ents: b.plotted['entropy'] = ents; save('entropy', plot_entropy(ents, f'Prediction entropy, {b.name}, seed {s0}'))
     store.track_benchmark(row_id(df.iloc[0]), [p for k in b.tables for p in sorted(store.tables.glob(f'{b.key}_{k}.*'))] + list(b.figures.values()),
                           {'key': b.key, **dataclasses.asdict(prep.spec)})
     return b
+
+# %% ../nbs/20_grid.ipynb #15a6d5b0
+from lotus_nb.checks import renamed
+report = renamed(collect_benchmark, 'lotus_nb.grid.report')   # the old names, until they go in 0.9
+streisand = renamed(entropy_figure_methods, 'lotus_nb.grid.streisand')
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
@@ -312,6 +317,6 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
     if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")   # before any new row
     log.info(f"grid: {len(plan.preps)} benchmark(s), {len(plan.units)} unit(s) to run, {plan.rows} row(s)")
     if plan.units: EXECUTORS[executor](plan, store, **opts)
-    return {**{p.key: report(store, p, plan.methods, plan.seeds, write) for p in plan.preps},
+    return {**{p.key: collect_benchmark(store, p, plan.methods, plan.seeds, write) for p in plan.preps},
             **{k: Benchmark(pd.DataFrame(), name=benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen), missing=why, spec=s, key=k)
                for k, (s, why) in plan.missing.items()}}
