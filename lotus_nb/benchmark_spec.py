@@ -16,7 +16,7 @@ from .loaders import device_splits
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, weights_digest
 from .training import Recipe, RECIPES
 from .checkpoints import load_checkpoint, cache_key
-from .methods import method_config, list_methods, check_method, is_reference, role_method
+from .methods import method_config, config_identity, list_methods, check_method, is_reference, role_method
 from .metrics import MIA_NONMEMBERS
 from .store import Store, row_id
 
@@ -270,7 +270,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)))   # the paper's rule keeps the keys of earlier runs
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
-    setup = {m: cache_key(**base, cfg=dataclasses.asdict(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
+    setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
     return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id)
 

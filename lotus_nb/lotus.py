@@ -16,8 +16,8 @@ from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_meth
 from .model_checks import check_model_fits, memorisation_warning
 
 # %% auto #0
-__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'legacy_accuracy', 'legacy_stop_reached',
-           'legacy_tau', 'LotusConfig', 'lotus', 'lotus_unlearn']
+__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'authors_accuracy', 'authors_stop_reached',
+           'authors_tau', 'LotusConfig', 'lotus', 'lotus_unlearn']
 
 # %% ../nbs/05_lotus.ipynb #9ac8b8a6
 def dynamic_tau(acc_forget:float, # student accuracy on the forget set (a float, or a 0-dim tensor on the device)
@@ -59,22 +59,22 @@ def lotus_loss(student_logits,     # B x K logits of the student f_un
     return soft_cross_entropy(student_logits, lotus_targets(teacher_logits, is_forget, tau_d, gumbel, noise))
 
 # %% ../nbs/05_lotus.ipynb #dc3c772c
-def legacy_accuracy(acc:float, # an accuracy as accuracy_of returns it (a float32 mean)
-                    n:int,     # the number of images it was measured on
-                   ) -> float:  # correct/n in float64, rounded to 2 decimals
+def authors_accuracy(acc:float, # an accuracy as accuracy_of returns it (a float32 mean)
+                     n:int,     # the number of images it was measured on
+                    ) -> float:  # correct/n in float64, rounded to 2 decimals
     "The public code's `compute_accuracy` (helpers/eval.py:20-33): the exact fraction correct/n, rounded to 2 decimals"
     return round(round(float(acc)*n)/n, 2)
 
-def legacy_stop_reached(acc_forget:float, # the student's forget accuracy, rounded (legacy_accuracy)
-                        acc_unseen:float, # the teacher's unseen accuracy, rounded (legacy_accuracy); 0 in class unlearning
-                       ) -> bool:         # True: stop before this epoch
+def authors_stop_reached(acc_forget:float, # the student's forget accuracy, rounded (authors_accuracy)
+                         acc_unseen:float, # the teacher's unseen accuracy, rounded (authors_accuracy); 0 in class unlearning
+                        ) -> bool:         # True: stop before this epoch
     "The public code's stop (lotus_class.py:300-302): `acc_diff = acc_forget - acc_unseen` in float, stop if `acc_diff <= -0.01`"
     return acc_forget - acc_unseen <= -0.01
 
-def legacy_tau(acc_forget:float, # the student's forget accuracy, rounded (legacy_accuracy)
-               acc_unseen:float, # the teacher's unseen accuracy, rounded (legacy_accuracy); 0 in class unlearning
-               alpha:float=2.,   # scale of the accuracy difference
-              ) -> float:
+def authors_tau(acc_forget:float, # the student's forget accuracy, rounded (authors_accuracy)
+                acc_unseen:float, # the teacher's unseen accuracy, rounded (authors_accuracy); 0 in class unlearning
+                alpha:float=2.,   # scale of the accuracy difference
+               ) -> float:
     "The public code's temperature (lotus_class.py:303): `np.exp(alpha * acc_diff)` of the same float difference"
     return float(np.exp(alpha*(acc_forget - acc_unseen)))
 
@@ -88,9 +88,10 @@ class LotusConfig(MethodConfig):
     alpha: float = 2.               # scale of the accuracy difference in tau_d, Eq. (11)
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
     class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
-    legacy_stop: bool = False       # the public code's rounding and early stop
+    authors_stop: bool = False      # the public code's rounding and early stop (until 0.7: legacy_stop)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=1e-6)}
     class_defaults: ClassVar[dict] = dict(class_unlearning=True, alpha=32.)
+    renamed: ClassVar[dict] = dict(legacy_stop='authors_stop')   # the old keyword works until 0.9; a row's setup keeps it
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True),    # ViT's 1e-6 to well above ResNet18's 1e-4
                                         epochs=Range(1, 20), alpha=Range(0.5, 32., log=True)) # the paper searched alpha in {2, 4, 8, 16}
 
@@ -107,7 +108,7 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
     if cfg.class_unlearning: acc_unseen = 0.
     elif task.unseen is None: raise ValueError("LoTUS needs an unseen set D_u (or class_unlearning=True)")
     else: acc_unseen = accuracy_of(teacher, task.unseen)
-    if cfg.legacy_stop: a_u = 0. if cfg.class_unlearning else legacy_accuracy(acc_unseen, len(task.unseen))   # rounded, as theirs
+    if cfg.authors_stop: a_u = 0. if cfg.class_unlearning else authors_accuracy(acc_unseen, len(task.unseen))   # rounded, as theirs
     batches = with_tags(task.forget, task.retain_subset(), cfg.batch_size, task.seed)
     opt, rows, state, stop = make_optimizer(student.parameters(), cfg), [], {}, None
     dev = model_device(student); fast = fast_enabled(dev)
@@ -120,10 +121,10 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
         graphable(loss_fn, draws=(lambda b: [torch.empty(len(b[0]), k, device=dev).exponential_()]) if cfg.gumbel else None)
     for epoch in tqdm(range(cfg.epochs), disable=not progress, desc='LoTUS'):
         acc_f = accuracy_of(student, task.forget, sync=not fast)
-        if cfg.legacy_stop:     # the public code (lotus_class.py:296-305): rounded accuracies, their float difference
-            a_f = legacy_accuracy(acc_f, len(task.forget))
-            if legacy_stop_reached(a_f, a_u): stop = epoch; break
-            tau = legacy_tau(a_f, a_u, cfg.alpha)
+        if cfg.authors_stop:     # the public code (lotus_class.py:296-305): rounded accuracies, their float difference
+            a_f = authors_accuracy(acc_f, len(task.forget))
+            if authors_stop_reached(a_f, a_u): stop = epoch; break
+            tau = authors_tau(a_f, a_u, cfg.alpha)
         else: tau = dynamic_tau(acc_f, acc_unseen, cfg.alpha)
         if fast: state['tau'].fill_(tau)
         else: state['tau'] = tau
@@ -153,3 +154,9 @@ def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain 
             memorisation_warning(model, task.forget, task.unseen, alpha=hyper.get('alpha', LotusConfig.alpha))
     res = unlearn('lotus', model, task, arch=arch, progress=progress, **hyper)
     return res.model, res.record
+
+# %% ../nbs/05_lotus.ipynb #f28adfb7
+from lotus_nb.checks import renamed
+legacy_accuracy = renamed(authors_accuracy, 'lotus_nb.lotus.legacy_accuracy')   # the old names, until they go in 0.9
+legacy_stop_reached = renamed(authors_stop_reached, 'lotus_nb.lotus.legacy_stop_reached')
+legacy_tau = renamed(authors_tau, 'lotus_nb.lotus.legacy_tau')

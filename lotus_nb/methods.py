@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_methods.ipynb #6c18b776
 from __future__ import annotations
-import copy, dataclasses, logging
+import copy, dataclasses, logging, warnings
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -22,8 +22,8 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
-           'method_config', 'method_role', 'is_reference', 'role_method', 'display_name', 'ordered_methods',
-           'Unlearned', 'unlearn', 'demo_task']
+           'new_field_names', 'config_identity', 'method_config', 'method_role', 'is_reference', 'role_method',
+           'display_name', 'ordered_methods', 'Unlearned', 'unlearn', 'demo_task']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -83,6 +83,7 @@ class MethodConfig:
     weight_decay: float = 5e-4 # L2 penalty of the optimiser (decoupled for AdamW)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32)}
     class_defaults: ClassVar[dict] = {}
+    renamed: ClassVar[dict] = {}   # a field's old name -> its name now: the old keyword still works (DeprecationWarning), and a row's setup keeps the old name
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.tuner searches
 
 METHODS = Registry()
@@ -116,6 +117,25 @@ def check_method(name:str, # the method name to check
     "`name` if it is a registered method, else a `ValueError` naming the valid ones"
     return check_choice(name, METHODS, 'method')
 
+def new_field_names(cls:type,      # a config class (a MethodConfig)
+                    overrides:dict, # field -> value, as a user passed them
+                   ) -> dict:       # the same, each renamed field under its name now
+    "`overrides` with each field `cls` has renamed (its `renamed`, where it has one) under its name now, and a `DeprecationWarning` for the old one"
+    out = {}
+    for k, v in overrides.items():
+        new = getattr(cls, 'renamed', {}).get(k)
+        if new is not None:
+            if new in overrides: raise TypeError(f"both {k}= and {new}= given: {k} is the old name of {new}; pass {new} alone")
+            warnings.warn(f"{cls.__name__}.{k} is now {new} (lotus_nb 0.8); the old name goes in 0.9", DeprecationWarning, stacklevel=3)
+        out[new or k] = v
+    return out
+
+def config_identity(cfg, # a method's config (a MethodConfig)
+                   ) -> dict: # its fields and values, a renamed field under its old name
+    "`cfg` as a dict with the field names rows were first stored under: what a run's setup hash reads, so that renaming a field changes no row's identity"
+    old = {new: o for o, new in getattr(type(cfg), 'renamed', {}).items()}
+    return {old.get(k, k): v for k, v in dataclasses.asdict(cfg).items()}
+
 def method_config(name:str,                  # a registered method
                   arch:str='resnet',          # 'resnet' or 'vit': selects the config's arch_defaults
                   kind:str='instance',        # 'instance' or 'class' unlearning: 'class' applies class_defaults
@@ -123,6 +143,7 @@ def method_config(name:str,                  # a registered method
     "Config of method `name` for architecture `arch` and unlearning `kind`, with `overrides`"
     cls = METHODS[check_method(name)].config
     check_choice(kind, ('instance', 'class'), 'kind')
+    overrides = new_field_names(cls, overrides)
     valid = {f.name for f in dataclasses.fields(cls)}
     bad = set(overrides) - valid
     if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}; valid: {', '.join(sorted(valid))}")
@@ -178,6 +199,7 @@ def unlearn(name:str,              # a registered method (see list_methods())
     kind = 'instance' if task.forget_class is None else 'class'
     if cfg is None: cfg = method_config(name, arch, kind, **overrides)
     elif overrides:
+        overrides = new_field_names(type(cfg), overrides)
         bad = set(overrides) - {f.name for f in dataclasses.fields(cfg)}
         if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}")
         cfg = dataclasses.replace(cfg, **overrides)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-from .checks import check_choice
+from .checks import check_choice, renamed, renamed_kwargs
 from .training import predict
 from .user_data import as_splits
 from .set_checks import check_disjoint
@@ -16,7 +16,7 @@ from .model_checks import check_model_fits
 # %% auto #0
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy', 'mia_entropy',
            'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision', 'js_rows',
-           'js_legacy', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs',
+           'js_authors', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs',
            'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate', 'metric_costs']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
@@ -126,21 +126,22 @@ def js_rows(p:torch.Tensor, # N x K probability rows
     p, q = p.double(), q.double(); m = (p + q)/2
     return 0.5*_kl_rows(p, m) + 0.5*_kl_rows(q, m)
 
-def js_legacy(p:torch.Tensor,   # N x K probability rows
-              q:torch.Tensor,   # N x K probability rows
-              eps:float=1e-8,   # the floor of every raw probability
-             ) -> float:
+def js_authors(p:torch.Tensor,   # N x K probability rows
+               q:torch.Tensor,   # N x K probability rows
+               eps:float=1e-8,   # the floor of every raw probability
+              ) -> float:
     "The authors' `JSDiv` (helpers/eval.py:36-62): float32, clamp to [eps, 1], each matrix over its global sum, 0.5 (KL(m||p) + KL(m||q)) summed, over N"
     p, q = (torch.as_tensor(t).float().clamp(eps, 1.) for t in (p, q))
     p, q = p/p.sum(), q/q.sum(); m = (p + q)/2
     kl = lambda a: (m*(m.log() - a.log())).sum()       # F.kl_div(a.log(), m, reduction='sum'); m > 0 after the clamp
     return (0.5*(kl(p) + kl(q))/len(p)).item()        # 'batchmean': over the rows
 
-def jsd(p:torch.Tensor,     # N x K probabilities of f_un on the forget set
-        q:torch.Tensor,     # N x K probabilities of f_gold on the forget set, same rows
-        legacy:bool=False): # the authors' JSDiv (js_legacy), the published scale, instead of the paper's equation
+@renamed_kwargs(legacy='authors')   # the keyword's name until 0.7
+def jsd(p:torch.Tensor,      # N x K probabilities of f_un on the forget set
+        q:torch.Tensor,      # N x K probabilities of f_gold on the forget set, same rows
+        authors:bool=False): # the authors' JSDiv (js_authors), the published scale, instead of the paper's equation
     "Mean per-sample Jensen-Shannon divergence, the paper's JSD"
-    return js_legacy(p, q) if legacy else js_rows(p, q).mean().item()
+    return js_authors(p, q) if authors else js_rows(p, q).mean().item()
 
 # %% ../nbs/06_metrics.ipynb #6f05cc7d
 def class_means(probs:torch.Tensor, # N x K probability rows
@@ -151,11 +152,12 @@ def class_means(probs:torch.Tensor, # N x K probability rows
     counts = torch.bincount(y, minlength=num_classes)
     return sums/counts.clamp_min(1)[:, None], counts
 
+@renamed_kwargs(legacy='authors')   # the keyword's name until 0.7
 def rf_jsd(p_forget,          # N x K probabilities of f_un on the forget set
            y_forget,          # N labels of the forget set
            q_unseen,          # M x K probabilities of f_orig on held-out data: D_u (ours), the test set (the authors')
            y_unseen,          # M labels of that held-out set
-           legacy:bool=False, # the authors' log_js_proxy: js_legacy of the k x K class-mean matrices (the published scale)
+           authors:bool=False, # the authors' log_js_proxy: js_authors of the k x K class-mean matrices (the published scale)
           ) -> float:
     "Retrain-free JSD: mean over forget-set classes of JS(class-mean f_un on D_f || class-mean f_orig on held-out data)"
     k = p_forget.shape[1]
@@ -163,15 +165,16 @@ def rf_jsd(p_forget,          # N x K probabilities of f_un on the forget set
     keep = (nf > 0) & (nu > 0)
     if not keep.any(): raise ValueError("no class has samples in both the forget and the unseen set")
     P, Q = P[keep], Q[keep]; P, Q = P/P.sum(1, keepdim=True), Q/Q.sum(1, keepdim=True)
-    return js_legacy(P, Q) if legacy else js_rows(P, Q).mean().item()
+    return js_authors(P, Q) if authors else js_rows(P, Q).mean().item()
 
 # %% ../nbs/06_metrics.ipynb #ca9c5b7b
+@renamed_kwargs(legacy='authors')   # the keyword's name until 0.7
 def zrf(p_un:torch.Tensor,   # N x K probabilities of f_un on the forget set
         p_rand:torch.Tensor, # N x K probabilities of a randomly initialised network f_rand on the forget set
-        legacy:bool=False    # the authors' log_zrf: 1 - js_legacy of the N x K matrices (helpers/eval.py:219)
+        authors:bool=False   # the authors' log_zrf: 1 - js_authors of the N x K matrices (helpers/eval.py:219)
        ) -> float:
     "ZRF score: 1 - mean JS(f_un(x) || f_rand(x)) over the forget set"
-    return 1 - (js_legacy(p_un, p_rand) if legacy else js_rows(p_un, p_rand).mean().item())
+    return 1 - (js_authors(p_un, p_rand) if authors else js_rows(p_un, p_rand).mean().item())
 
 # %% ../nbs/06_metrics.ipynb #c2d7d6b8
 GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_test')
@@ -191,7 +194,7 @@ class Reference:
     orig_unseen: torch.Tensor = None    # f_orig probabilities on D_u (RF-JSD)
     y_unseen: torch.Tensor = None       # the labels of D_u (RF-JSD's classes)
     rand_forget: torch.Tensor = None    # f_rand probabilities on D_f (ZRF)
-    orig_test: torch.Tensor = None      # f_orig probabilities on the test set (the authors' RF-JSD, rf_jsd_legacy)
+    orig_test: torch.Tensor = None      # f_orig probabilities on the test set (the authors' RF-JSD, rf_jsd_authors)
     y_test: torch.Tensor = None         # the labels of the test set (its classes)
 
 def probs_of(model,           # a classifier
@@ -206,7 +209,7 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                       f_orig=None,   # the original model (for RF-JSD); None: no RF-JSD
                       f_rand=None,   # a randomly initialised network (for ZRF); None: no ZRF
                       batch_size:int=1024, # images per forward pass
-                      test=None,     # the test set (for the authors' RF-JSD, with f_orig); None: no rf_jsd_legacy
+                      test=None,     # the test set (for the authors' RF-JSD, with f_orig); None: no rf_jsd_authors
                      ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     ref = Reference()
@@ -270,6 +273,7 @@ def resolve(metrics:dict # evaluate's result, possibly with deferred attacks (Fu
 
 MIA_NONMEMBERS = ('test+unseen', 'unseen', 'test')   # the entropy MIA's non-member sets: the authors' (test and D_u), ours before, the test set
 
+@renamed_kwargs(legacy_jsd='authors_jsd')   # the keyword's name until 0.7
 def evaluate(model:nn.Module,           # the model scored: f_un, or a reference model
              forget,                    # D_f: split, Dataset or DataLoader
              retain,                    # D_r: acc_retain; the members of the entropy and SVC MIAs
@@ -277,16 +281,16 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              unseen=None,               # D_u: acc_unseen; with the test set, the entropy MIA's non-members; None: the test set alone
              ref:Reference=None,        # cached reference outputs; None: computed from the models below
              f_gold=None,               # the gold standard model, for JSD; None (and no ref): no JSD
-             f_orig=None,               # the original model, for RF-JSD (on unseen) and rf_jsd_legacy (on test); None: neither
+             f_orig=None,               # the original model, for RF-JSD (on unseen) and rf_jsd_authors (on test); None: neither
              f_rand=None,               # a randomly initialised network, for ZRF; None: no ZRF
              mia_nonmember:str=None,    # the entropy MIA's non-members (MIA_NONMEMBERS); None: 'test+unseen' (the authors'), 'test' without unseen
              batch_size:int=1024,       # images per forward pass
-             legacy_jsd:bool=False,      # the public code's JSD formula (see jsd)
+             authors_jsd:bool=False,    # the public code's JSD formula in the jsd column (see jsd); jsd_authors has it always
              return_entropies:bool=False, # also return each split's per-sample output entropies
              defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see resolve)
              check_sets:bool=True,       # refuse sets that share items or that the model cannot take; False: unchecked
             ) -> dict:
-    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_legacy` (need gold), RF-JSD and `rf_jsd_legacy` (need orig), ZRF (needs rand), and the registered ones"
+    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_authors` (need gold), RF-JSD and `rf_jsd_authors` (need orig), ZRF (needs rand), and the registered ones"
     if mia_nonmember is None: mia_nonmember = 'test' if unseen is None else 'test+unseen'
     check_choice(mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set')
     if unseen is None and 'unseen' in mia_nonmember.split('+'):
@@ -308,14 +312,17 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     res.update({k: attack_pool().submit(f, *a) if defer_attacks else f(*a) for k, (f, a) in attacks.items()})
     pf, yf = out['forget']
     if ref.gold_forget is not None:
-        res['jsd'] = jsd(pf, ref.gold_forget, legacy=legacy_jsd)
-        res['jsd_legacy'] = jsd(pf, ref.gold_forget, legacy=True)   # the published scale, always beside (same probabilities)
+        res['jsd'] = jsd(pf, ref.gold_forget, authors=authors_jsd)
+        res['jsd_authors'] = jsd(pf, ref.gold_forget, authors=True)   # the published scale, always beside (same probabilities)
     if ref.orig_unseen is not None: res['rf_jsd'] = rf_jsd(pf, yf, ref.orig_unseen, ref.y_unseen)
-    if ref.orig_test is not None: res['rf_jsd_legacy'] = rf_jsd(pf, yf, ref.orig_test, ref.y_test, legacy=True)   # the published scale
+    if ref.orig_test is not None: res['rf_jsd_authors'] = rf_jsd(pf, yf, ref.orig_test, ref.y_test, authors=True)   # the published scale
     if ref.rand_forget is not None: res['zrf'] = zrf(pf, ref.rand_forget)
     res.update(extra_metrics(logits, ref))
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in ent.items()}
     return res
+
+# %% ../nbs/06_metrics.ipynb #02fe7e46
+js_legacy = renamed(js_authors, 'lotus_nb.metrics.js_legacy')   # the old name, until it goes in 0.9
 
 # %% ../nbs/06_metrics.ipynb #2aa97058
 from .device import Timer, model_device

@@ -209,7 +209,7 @@ def table_cifar(parts:dict,     # row label -> (heldout rows, synthetic rows or 
     return rename_column(table_benchmarks(both, rows, methods), SYNTHETIC_METHOD, SYNTHETIC_LABEL)   # unknown methods come last
 
 # %% ../nbs/22_paper_tables.ipynb #76a0242a
-IMAGENET_COLS = {'RF-JSD x1e4': 'rf_jsd_legacy', 'Time (min.)': 'time_min', 'Retain Acc.': 'acc_retain', 'MIA Acc.': 'mia'}   # label -> aggregate_authors's column
+IMAGENET_COLS = {'RF-JSD x1e4': 'rf_jsd_authors', 'Time (min.)': 'time_min', 'Retain Acc.': 'acc_retain', 'MIA Acc.': 'mia'}   # label -> aggregate_authors's column
 IMAGENET_RANKED = ('RF-JSD x1e4', 'Time (min.)')
 
 def table_imagenet_authors(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
@@ -247,16 +247,16 @@ def table_pcc(parts:dict # row label -> the results rows of one benchmark
 # %% ../nbs/22_paper_tables.ipynb #3d5539fe
 PCC_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'lotus')   # results.ipynb's main_df less our_cifake: the nine points of the published p-values
 
-def pcc_jsd_rf_authors(results:pd.DataFrame,  # rows of one benchmark, Gold's included (jsd_legacy and rf_jsd_legacy columns)
+def pcc_jsd_rf_authors(results:pd.DataFrame,  # rows of one benchmark, Gold's included (jsd_authors and rf_jsd_authors columns)
               methods=PCC_METHODS    # the points (registry names)
              ) -> tuple: # (PCC, p-value, points); PCC and p nan with fewer than 3 points, a constant column or no such columns
     "`tab:pcc`'s correlation the authors' way: pearsonr of the printed JSD and RF-JSD means (x1e4, round 2) of `methods`, Gold included"
     from scipy.stats import pearsonr
     agg = aggregate_authors(results)
-    if not {'jsd_legacy', 'rf_jsd_legacy'} <= set(agg): return float('nan'), float('nan'), 0
-    m = agg.loc[[x for x in agg.index if x in methods], ['jsd_legacy', 'rf_jsd_legacy']].dropna()
+    if not {'jsd_authors', 'rf_jsd_authors'} <= set(agg): return float('nan'), float('nan'), 0
+    m = agg.loc[[x for x in agg.index if x in methods], ['jsd_authors', 'rf_jsd_authors']].dropna()
     if len(m) < 3 or m.nunique().min() < 2: return float('nan'), float('nan'), len(m)
-    r = pearsonr(m.jsd_legacy, m.rf_jsd_legacy); return float(r.statistic), float(r.pvalue), len(m)
+    r = pearsonr(m.jsd_authors, m.rf_jsd_authors); return float(r.statistic), float(r.pvalue), len(m)
 
 def table_pcc_authors(parts:dict # PaperBenchmark -> results rows or None, as paper_parts('tab:pcc', ...) gives
                    ) -> pd.DataFrame:
@@ -317,7 +317,7 @@ def table_gumbel_authors(pairs:dict # block label -> gumbel_pair's rows
     for label, df in pairs.items():
         agg = aggregate_authors(df)
         if not set(GUMBEL_VARIANTS) <= set(agg.index): continue
-        for metric, col in (('Avg Gap', 'avg_gap'), ('JSD ×1e4', 'jsd_legacy')):
+        for metric, col in (('Avg Gap', 'avg_gap'), ('JSD ×1e4', 'jsd_authors')):
             if col not in agg or agg.loc[list(GUMBEL_VARIANTS), col].isna().any(): continue
             for v in GUMBEL_VARIANTS: cells.setdefault(f'{metric} | {v}', {})[label] = f'{agg.loc[v, col]:.{PAPER_DIGITS.get(col, 2)}f}'
             rank.update({(f'{metric} | {v}', label): 1 for v, k in rank_ties(agg.loc[list(GUMBEL_VARIANTS), col]).items() if k == 1})

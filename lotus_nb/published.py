@@ -342,7 +342,7 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
 BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',), 'tab:fifty_supp': ('tab:fifty',),
                  'tab:imagenet': ('tab:imagenet',), 'tab:avg_gap_supp': ('tab:avg_gap', 'tab:cifar'), 'tab:class': ('tab:class',),
                  'tab:pcc': ('tab:avg_gap', 'tab:cifar', 'tab:fifty'), 'tab:gumbel': ('tab:avg_gap', 'tab:cifar')}
-OURS_METRIC = {'jsd': 'jsd_legacy', 'rf_jsd': 'rf_jsd_legacy'}   # the published JSD and RF-JSD are on the public code's scale (PROTOCOL section 3): ours beside them are the legacy formulas
+OURS_METRIC = {'jsd': 'jsd_authors', 'rf_jsd': 'rf_jsd_authors'}   # the published JSD and RF-JSD are on the public code's scale (PROTOCOL section 3): ours beside them are the authors' formulas
 KEYS = ['arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric']
 
 def bench_key(dataset,      # registry name of the dataset
@@ -370,7 +370,7 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
                       label:str,              # the table, e.g. 'tab:avg_gap'
                       drop_other:bool=False   # leave out rows of other paper benchmarks (stand-ins are refused always)
                      ) -> pd.DataFrame:
-    "Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the printed scale; JSD and RF-JSD rows use our `jsd_legacy` and `rf_jsd_legacy` (column `ours_metric`)"
+    "Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the printed scale; JSD and RF-JSD rows use our `jsd_authors` and `rf_jsd_authors` (column `ours_metric`)"
     want, every = paper_benchmarks(label), set().union(*(paper_benchmarks(t) for t in BENCHMARKS_OF))
     keys = [bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)]
     stand_ins = sorted({k for k in keys if k not in every}, key=str)
@@ -394,7 +394,7 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     out.attrs['caption'] = (f"{label}: the paper's printed values beside ours and ours - published, on the printed scale (JSD and RF-JSD x 1e4). "
                             "Ours by the authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the values rounded as logged, "
                             "rounded to 2 decimals; gaps and Avg Gap (no std) of the rounded means. Our JSD and RF-JSD beside the published ones are "
-                            "jsd_legacy and rf_jsd_legacy, the public code's formulas (PROTOCOL section 3).")
+                            "jsd_authors and rf_jsd_authors, the public code's formulas (PROTOCOL section 3).")
     return out.reset_index(drop=True)
 
 # %% ../nbs/27_published.ipynb #b5d0c1a8

@@ -14,8 +14,8 @@ from .registry import builtin_metrics   # the built-in metrics, registered witho
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'ID_FIELDS', 'patch', 'row_id', 'fsync_dir', 'atomic_write',
-           'check_writable', 'Store']
+__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'RENAMED_COLUMNS', 'ID_FIELDS', 'patch', 'renamed_columns', 'row_id',
+           'fsync_dir', 'atomic_write', 'check_writable', 'Store']
 
 # %% ../nbs/07a_store.ipynb #92224d01
 def patch(f): # a function whose first parameter is annotated with its class, e.g. self:Store
@@ -28,6 +28,16 @@ KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'se
 METRICS = builtin_metrics()   # the metric columns every row has: the registry's built-ins, in their order
 RESOURCES = ['threads', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, peak device memory (CUDA), peak host RSS
 COLUMNS = KEY + ['method_seed'] + METRICS + RESOURCES
+RENAMED_COLUMNS = {'jsd_legacy': 'jsd_authors', 'rf_jsd_legacy': 'rf_jsd_authors'}   # a column's name until 0.7 -> its name now: a file written before is read under the new one
+
+def renamed_columns(df:pd.DataFrame # rows read from a results file, possibly with columns under their names until 0.7
+                   ) -> pd.DataFrame:
+    "`df` with each column of `RENAMED_COLUMNS` under its name now (where a file holds both, the new column's values win and the old one fills its gaps)"
+    for old, new in RENAMED_COLUMNS.items():
+        if old not in df: continue
+        if new in df: df = df.assign(**{new: df[new].where(df[new].notna() & (df[new].astype(str) != ''), df[old])}).drop(columns=old)
+        else: df = df.rename(columns={old: new})
+    return df
 ID_FIELDS = ('dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'setup', 'seed', 'method_seed')   # the order of a row_id
 
 def _method_seed(row) -> int:
@@ -137,6 +147,7 @@ def _frame(self:Store, data:bytes) -> pd.DataFrame:
     except Exception as e: raise ValueError(f"{self.results} exists but is not a readable CSV ({e}); choose another out_dir") from e
     if missing := set(KEY) - set(df.columns):
         raise ValueError(f"{self.results} exists but is not a lotus_nb results file (missing {sorted(missing)}); choose another out_dir")
+    df = renamed_columns(df)   # a file written before 0.8: its columns under their names now
     return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
 
 # %% ../nbs/07a_store.ipynb #6abb341d
@@ -175,10 +186,11 @@ def append(self:Store, row:dict # {column: value} of one run: the KEY columns an
             os.truncate(path, cut); data = data[:cut]
         df = self._frame(data)
         if row_id(row) in {row_id(r) for _, r in df.iterrows()}: return False
-        have = list(pd.read_csv(io.BytesIO(data), nrows=0).columns) if data.strip() else []
+        header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns) if data.strip() else []
+        have = list(renamed_columns(pd.DataFrame(columns=header)).columns)   # a column renamed since the file was written: under its name now
         extra = [k for k in row if k not in COLUMNS and k not in have]
         cols = COLUMNS + [c for c in have if c not in COLUMNS] + extra
-        if have and have != cols: self._rewrite(data, cols)   # an older header, or a new metric column
+        if header and header != cols: self._rewrite(data, cols)   # an older header (fewer or renamed columns), or a new metric column
         text = pd.DataFrame([row], columns=cols).to_csv(header=not have, index=False).encode()
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -203,7 +215,7 @@ def append(self:Store, row:dict # {column: value} of one run: the KEY columns an
 @patch
 def _rewrite(self:Store, data:bytes, cols:list):
     "Rewrite results.csv (under the caller's lock) with the header `cols`, atomically"
-    df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False).reindex(columns=cols, fill_value='')
+    df = renamed_columns(pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)).reindex(columns=cols, fill_value='')
     atomic_write(self.results, lambda f: f.write(df.to_csv(index=False).encode()))
 
 # %% ../nbs/07a_store.ipynb #391e8793

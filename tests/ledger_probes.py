@@ -17,7 +17,7 @@ from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_sche
 from lotus_nb.methods import UnlearnTask, method_config
 from lotus_nb.model_checks import MemorisationWarning
 from lotus_nb.metrics import evaluate, jsd, rf_jsd, zrf, mia_entropy
-from lotus_nb.lotus import lotus_unlearn, legacy_stop_reached
+from lotus_nb.lotus import lotus_unlearn, authors_stop_reached
 from lotus_nb.unsir import error_maximizing_noise, impair_epoch
 from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides, benchmark_defaults, benchmark_augment
 from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap
@@ -58,9 +58,9 @@ def _metric_probes() -> dict:
     def mia_c():
         r = np.random.RandomState(0); mem, non = r.gamma(2, 0.1, 40), r.gamma(2, 0.1, 15) + 0.6*r.rand(15); grid = np.arange(0.2, 0.5, 1e-4)
         return mia_entropy(mem, non, grid), mia_entropy(mem, non, grid, C=1.)
-    return {('Metrics', 'JSD formula'): lambda: (jsd(p, q), jsd(p, q, legacy=True)),
-            ('Metrics', 'RF-JSD scale and reference set'): lambda: (rf_jsd(p, y, q, y), rf_jsd(p, y, q, y, legacy=True)),
-            ('Metrics', 'ZRF'): lambda: (zrf(p, q), zrf(p, q, legacy=True)),
+    return {('Metrics', 'JSD formula'): lambda: (jsd(p, q), jsd(p, q, authors=True)),
+            ('Metrics', 'RF-JSD scale and reference set'): lambda: (rf_jsd(p, y, q, y), rf_jsd(p, y, q, y, authors=True)),
+            ('Metrics', 'ZRF'): lambda: (zrf(p, q), zrf(p, q, authors=True)),
             ('Metrics', "entropy MIA's non-members"): mia,
             ('Metrics', "entropy MIA's logistic regression"): mia_c}
 
@@ -89,8 +89,8 @@ def _setup_probes() -> dict:
 def _method_probes() -> dict:
     "Probes of the methods' switches: config values, and the behaviour where a config value alone would prove little"
     def stops():   # over the 100 one-point gaps (acc_forget one point below acc_unseen): how many epochs would end the run
-        fires = sum(legacy_stop_reached(i/100, (i+1)/100) for i in range(100))
-        return (_cfg('lotus').legacy_stop, 0), (_cfg('lotus', legacy_stop=True).legacy_stop, fires)
+        fires = sum(authors_stop_reached(i/100, (i+1)/100) for i in range(100))
+        return (_cfg('lotus').authors_stop, 0), (_cfg('lotus', authors_stop=True).authors_stop, fires)
     def noise(**kw):   # UNSIR's noise optimisation: the number of Adam steps, and whether BatchNorm's running mean moved
         torch.manual_seed(0); m, x = create_model('resnet18_tiny', 10, 1).eval(), torch.randn(8, 1, 8, 8)
         lo, hi = torch.full((1, 1, 1, 1), -3.), torch.full((1, 1, 1, 1), 3.); before = m.bn1.running_mean.clone()
@@ -135,14 +135,14 @@ def _benchmark_probes() -> dict:
         return f(), f(method_overrides={method: {field: value}})
     def per_seed_rows():   # two seeds where LoTUS's per-seed gaps and its gap of rounded means disagree
         return pd.DataFrame(dict(method=['gold', 'gold', 'lotus', 'lotus', 'scrub', 'scrub'], seed=[1, 2]*3, mia=[.5, .5, .45, .55, .5, .56],
-                                 acc_forget=.8, acc_retain=.9, acc_test=.8, jsd_legacy=[0, 0, 1e-5, 3e-5, 2e-5, 2e-5],
-                                 rf_jsd_legacy=[1e-5, 1e-5, 2e-5, 2e-5, 3e-5, 3e-5], avg_gap=[0, 0, .0125, .0125, 0, .015], time_min=.1))
+                                 acc_forget=.8, acc_retain=.9, acc_test=.8, jsd_authors=[0, 0, 1e-5, 3e-5, 2e-5, 2e-5],
+                                 rf_jsd_authors=[1e-5, 1e-5, 2e-5, 2e-5, 3e-5, 3e-5], avg_gap=[0, 0, .0125, .0125, 0, .015], time_min=.1))
     def aggregation():
         r = per_seed_rows()
         return table_avg_gap_authors(r).loc['Avg Gap', 'LoTUS'], table_avg_gap(r, EXTRA_ROWS).loc[OURS_AVG_GAP, 'LoTUS']
     def pcc():
-        r = pd.DataFrame(dict(method=list(PCC_METHODS) + ['salun'], seed=1, jsd=np.arange(10)*1e-4, jsd_legacy=np.arange(10)*1e-5,
-                              rf_jsd=np.arange(10)**2*1e-4, rf_jsd_legacy=np.arange(10)**2*1e-5))
+        r = pd.DataFrame(dict(method=list(PCC_METHODS) + ['salun'], seed=1, jsd=np.arange(10)*1e-4, jsd_authors=np.arange(10)*1e-5,
+                              rf_jsd=np.arange(10)**2*1e-4, rf_jsd_authors=np.arange(10)**2*1e-5))
         return round(pcc_jsd_rf_authors(r)[0], 4), round(pcc_jsd_rf(r)[0], 4)
     def tuning():   # images of the validation test set that are also in a reported seed's test set
         x = torch.zeros(400, 1, 4, 4, dtype=torch.uint8); y = torch.arange(400) % 4

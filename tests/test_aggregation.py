@@ -27,8 +27,8 @@ def write_results(root, seed=0) -> Store:
             acc = lambda c: c + rng.uniform(-.03, .03)   # unrounded, as our metrics are: the per-seed rounding matters
             st.append(dict(dataset='cifar100', model='resnet18', forget_pct=.1, forget_class=None, unseen='heldout', method=m, seed=s,
                            setup='ab12', acc_forget=acc(.8 + .01*i), acc_retain=acc(.9), acc_test=acc(.7 - .005*i), acc_unseen=acc(.7),
-                           mia=acc(.6 + .015*i), jsd=0. if g else rng.uniform(1e-5, 1e-3), jsd_legacy=0. if g else (i + 1)*rng.uniform(1e-6, 2e-5),
-                           rf_jsd=rng.uniform(1e-4, 1e-3), rf_jsd_legacy=(i + 2)*rng.uniform(1e-6, 2e-5), avg_gap=rng.uniform(0, .2),
+                           mia=acc(.6 + .015*i), jsd=0. if g else rng.uniform(1e-5, 1e-3), jsd_authors=0. if g else (i + 1)*rng.uniform(1e-6, 2e-5),
+                           rf_jsd=rng.uniform(1e-4, 1e-3), rf_jsd_authors=(i + 2)*rng.uniform(1e-6, 2e-5), avg_gap=rng.uniform(0, .2),
                            time_min=rng.uniform(.1, 5)))
     return st
 
@@ -38,8 +38,8 @@ def authors(csv) -> pd.DataFrame:
     df = pd.DataFrame({'method': raw.method.map(THEIRS), 'seed': raw.seed,
                        'mia': [round(v, 2) for v in raw.mia], 'acc_forget': [round(v, 2) for v in raw.acc_forget],
                        'acc_retain': [round(v, 2) for v in raw.acc_retain], 'acc_test': [round(v, 2) for v in raw.acc_test],
-                       't': [round(v, 2) for v in raw.time_min], 'js': [round(v, 6) for v in raw.jsd_legacy],
-                       'js_proxy': [round(v, 6) for v in raw.rf_jsd_legacy]})
+                       't': [round(v, 2) for v in raw.time_min], 'js': [round(v, 6) for v in raw.jsd_authors],
+                       'js_proxy': [round(v, 6) for v in raw.rf_jsd_authors]})
     df.set_index(["method", "seed"], inplace=True)
     grouped_df = df.groupby("method").aggregate(["mean", "std"])
     grouped_df["js"] = grouped_df["js"].apply(lambda x: x * 1e4)
@@ -95,7 +95,7 @@ def test_compare_published_one_aggregation(bench):
         assert ours[(m, 'avg_gap')] == round(np.mean(gaps), 4) == theirs.loc[a, ('avg_gap', '')], (m, ours[(m, 'avg_gap')], gaps)
         for k in GAP_METRICS: assert math.isclose(ours[(m, f'gap_{k}')], theirs.loc[a, (f'{k}_gap', '')], abs_tol=1e-12)
     main = compare_published(ours_long(rows), 'tab:avg_gap', drop_other=True).set_index(['method', 'metric'])
-    assert main.loc[('lotus', 'jsd'), 'ours_metric'] == 'jsd_legacy'
+    assert main.loc[('lotus', 'jsd'), 'ours_metric'] == 'jsd_authors'
     assert math.isclose(main.loc[('lotus', 'jsd'), 'ours'], theirs.loc['our', ('js', 'mean')])
     assert math.isclose(main.loc[('lotus', 'jsd'), 'ours_std'], theirs.loc['our', ('js', 'std')])   # ddof=1, as pandas' std
     assert math.isclose(main.loc[('lotus', 'avg_gap'), 'ours'], theirs.loc['our', ('avg_gap', '')])
@@ -116,7 +116,7 @@ def test_pcc_on_the_authors_points(bench):
 
 def tied(gaps:dict) -> pd.DataFrame:
     "One seed per method: Gold at 0.5 everywhere, each method off by its gap on the MIA (4 x its Avg Gap)"
-    return pd.DataFrame([dict(method=m, seed=1, mia=.5 + 4*g, acc_forget=.5, acc_retain=.5, acc_test=.5, jsd_legacy=0.)
+    return pd.DataFrame([dict(method=m, seed=1, mia=.5 + 4*g, acc_forget=.5, acc_retain=.5, acc_test=.5, jsd_authors=0.)
                          for m, g in {'gold': 0., **gaps}.items()])
 
 def test_ties_all_bold():
@@ -129,7 +129,7 @@ def test_ties_all_bold():
 
 def test_certainty_counts_seeds():
     "The order best < second holds in 2 of 3 seeds: said so, with each seed's difference computed the table's way"
-    rows = pd.DataFrame([dict(method=m, seed=s, mia=.5, acc_forget=.8, acc_retain=.9, acc_test=t, jsd_legacy=j)
+    rows = pd.DataFrame([dict(method=m, seed=s, mia=.5, acc_forget=.8, acc_retain=.9, acc_test=t, jsd_authors=j)
                          for m, ts, js in [('gold', (.8, .8, .8), (0, 0, 0)), ('scrub', (.84, .84, .80), (2e-5, 3e-5, 2e-5)),
                                            ('lotus', (.81, .82, .84), (1e-5, 1e-5, 2e-5))]
                          for s, t, j in zip((7, 8, 9), ts, js)])

@@ -1,6 +1,6 @@
 """The paper's printed numbers as stored in lotus_nb/published.csv: sampled cells of every table against values read by hand
 from the .tex and against the source re-parsed; the stored file ships with the package; results.csv written before
-`jsd_legacy` was a column still reads and appends in line; published values are never compared with stand-ins."""
+`jsd_authors` was a column still reads and appends in line; published values are never compared with stand-ins."""
 import math, subprocess
 import numpy as np, pandas as pd, pytest
 from conftest import ROOT
@@ -92,52 +92,52 @@ def test_stored_file_ships():
     pd.testing.assert_frame_equal(published(), read_published(DATA_FILE))
     assert set(published().table) == set(TABLES)
 
-OLD = [c for c in COLUMNS if c != 'jsd_legacy']   # the header before jsd_legacy
+OLD = [c for c in COLUMNS if c != 'jsd_authors']   # the header before jsd_authors
 
 def row(method, seed, **m):
     return dict(dataset='cifar100', model='resnet18', forget_pct=.1, forget_class=None, unseen='heldout', method=method, seed=seed,
                 setup='ab', **m)
 
 def test_old_header_results(tmp_path):
-    "A results.csv of the old header reads with jsd_legacy NaN, and the next append migrates it without shifting a column"
+    "A results.csv of the old header reads with jsd_authors NaN, and the next append migrates it without shifting a column"
     st = Store(tmp_path); path = st.results
     pd.DataFrame([row('lotus', 1, jsd=.5, rf_jsd=.25, time_min=1.5), row('gold', 1, jsd=0., rf_jsd=.125, time_min=2.)],
                  columns=OLD).to_csv(path, index=False)
     old = st.read()
-    assert list(old.columns) == COLUMNS and old.jsd_legacy.isna().all()
+    assert list(old.columns) == COLUMNS and old.jsd_authors.isna().all()
     assert old.jsd.tolist() == [.5, 0.] and old.rf_jsd.tolist() == [.25, .125]
-    st.append(row('scrub', 1, jsd=.75, jsd_legacy=.001, rf_jsd=.375, time_min=3.))
+    st.append(row('scrub', 1, jsd=.75, jsd_authors=.001, rf_jsd=.375, time_min=3.))
     assert path.read_text().splitlines()[0].split(',') == COLUMNS
     assert not list(tmp_path.glob('.*tmp')), "the migration's temp file is left"
     df = st.read()
     assert df.method.tolist() == ['lotus', 'gold', 'scrub'] and df.jsd.tolist() == [.5, 0., .75]
     assert df.rf_jsd.tolist() == [.25, .125, .375] and df.time_min.tolist() == [1.5, 2., 3.]
-    assert df.jsd_legacy.isna().tolist() == [True, True, False] and df.jsd_legacy.iloc[2] == .001
-    st.append(row('ssd', 2, jsd=1., jsd_legacy=.002))        # now the plain append
-    assert st.read().jsd_legacy.iloc[3] == .002 and len(path.read_text().splitlines()) == 5
+    assert df.jsd_authors.isna().tolist() == [True, True, False] and df.jsd_authors.iloc[2] == .001
+    st.append(row('ssd', 2, jsd=1., jsd_authors=.002))        # now the plain append
+    assert st.read().jsd_authors.iloc[3] == .002 and len(path.read_text().splitlines()) == 5
 
 def test_extra_column_kept(tmp_path):
     "A file with a column this version does not know keeps it (rows are written in the file's own order)"
     st = Store(tmp_path); path = st.results
     pd.DataFrame([{**row('lotus', 1, jsd=.5), 'note': 'x'}], columns=COLUMNS + ['note']).to_csv(path, index=False)
-    st.append(row('gold', 1, jsd=0., jsd_legacy=0.))
+    st.append(row('gold', 1, jsd=0., jsd_authors=0.))
     df = st.read()
     assert list(df.columns) == COLUMNS + ['note'] and df.note.iloc[0] == 'x' and df.jsd.tolist() == [.5, 0.]
 
 LOTUS_MIA = {3407: .60, 13: .40, 12: .53}   # LoTUS's MIA per seed, Gold's 0.50: a gap of means of 0.01, per-seed gaps 0.10, 0.10, 0.03
 
 def fake(dataset, model):
-    return pd.DataFrame([row(m, s, mia=LOTUS_MIA[s] if m == 'lotus' else .5, acc_forget=.6, acc_retain=.9, acc_test=.6, jsd=1e-4, jsd_legacy=2e-5,
-                             rf_jsd=1e-3, rf_jsd_legacy=3e-5, avg_gap=.1, time_min=.3)
+    return pd.DataFrame([row(m, s, mia=LOTUS_MIA[s] if m == 'lotus' else .5, acc_forget=.6, acc_retain=.9, acc_test=.6, jsd=1e-4, jsd_authors=2e-5,
+                             rf_jsd=1e-3, rf_jsd_authors=3e-5, avg_gap=.1, time_min=.3)
                          | dict(dataset=dataset, model=model) for s in (3407, 13, 12) for m in ('gold', 'lotus')])
 
 def test_compare_published_paper_scale_only():
-    "The published cells beside ours by the authors' aggregation: JSD and RF-JSD are the legacy formulas, Avg Gap the mean of the gaps of the rounded means"
+    "The published cells beside ours by the authors' aggregation: JSD and RF-JSD are the authors' formulas, Avg Gap the mean of the gaps of the rounded means"
     cmp = compare_published(ours_long(fake('cifar100', 'resnet18')), 'tab:avg_gap').set_index(['method', 'metric'])
-    assert cmp.loc[('lotus', 'jsd'), 'ours_metric'] == 'jsd_legacy' and math.isclose(cmp.loc[('lotus', 'jsd'), 'ours'], .2)
+    assert cmp.loc[('lotus', 'jsd'), 'ours_metric'] == 'jsd_authors' and math.isclose(cmp.loc[('lotus', 'jsd'), 'ours'], .2)
     assert cmp.loc[('lotus', 'avg_gap'), 'published'] == .12 and math.isclose(cmp.loc[('lotus', 'avg_gap'), 'ours'], .0025)   # |0.51 - 0.50| / 4
     assert math.isclose(cmp.loc[('lotus', 'avg_gap'), 'difference'], .0025 - .12) and math.isnan(cmp.loc[('lotus', 'avg_gap'), 'ours_std'])
     im = compare_published(ours_long(fake('imagenet', 'vit_b_16_imagenet')), 'tab:imagenet').set_index(['method', 'metric'])
-    assert im.loc[('lotus', 'rf_jsd'), 'ours_metric'] == 'rf_jsd_legacy' and math.isclose(im.loc[('lotus', 'rf_jsd'), 'ours'], .3)
+    assert im.loc[('lotus', 'rf_jsd'), 'ours_metric'] == 'rf_jsd_authors' and math.isclose(im.loc[('lotus', 'rf_jsd'), 'ours'], .3)
     for ds, model in [('digits', 'resnet18_small'), ('fashionmnist', 'resnet18_small'), ('cifar100', 'resnet18_small'), ('digits', 'resnet18')]:
         with pytest.raises(ValueError, match='stand-ins'): compare_published(ours_long(fake(ds, model)), 'tab:avg_gap')

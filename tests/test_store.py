@@ -72,3 +72,34 @@ def test_two_processes_race_on_one_store(tmp_path):
     assert sum(wrote) == 60 and min(wrote) >= 10, wrote    # each row was written by exactly one of them
     assert sorted(df.method) == sorted([f'm{i}' for i in range(40)] + [f'{w}{i}' for w in 'ab' for i in range(10)])
     assert df.set_index('method').loc['m7', 'avg_gap'] == .07
+
+SETUP_07 = {'original': '9a67d93ce05dc907', 'gold': '9a67d93ce05dc907', 'lotus': '04e10a296c8dc1df'}   # what lotus_nb 0.7 (main at 7f4b2da) stored for the spec below
+
+def test_a_results_file_of_0_7_resumes_without_redoing_rows(tmp_path):
+    """0.8 renamed the authors' metric columns (jsd_legacy -> jsd_authors, rf_jsd_legacy -> rf_jsd_authors) and LoTUS's
+    legacy_stop (-> authors_stop, a field its setup hash reads). A results folder written by 0.7, its header and setups as 0.7
+    wrote them and its rows logged by a tracker, resumes with nothing redone: no row run again, none logged again, and the
+    old columns read under the new names"""
+    from lotus_nb.benchmark import run_benchmark
+    from lotus_nb.store import RENAMED_COLUMNS
+    kw = dict(dataset='digits', model='resnet18_tiny', seeds=[1], methods=['original', 'gold', 'lotus'], out_dir=tmp_path, train_epochs=1, progress=False)
+    first = run_benchmark(**kw).results
+    assert dict(zip(first.method, first.setup)) == SETUP_07, "a setup hash changed: a 0.7 store would redo its rows"
+    st = Store(tmp_path)
+    old_names = {new: old for old, new in RENAMED_COLUMNS.items()}
+    v07 = pd.read_csv(st.results, dtype=str, keep_default_na=False).rename(columns=old_names)   # the file as 0.7 wrote it
+    assert {'jsd_legacy', 'rf_jsd_legacy'} <= set(v07.columns) and 'jsd_authors' not in v07.columns
+    st.results.write_text(v07.to_csv(index=False))
+    from lotus_nb.tracking import Tracker
+    class Logged(Tracker):                    # a tracker that logged every row under 0.7 (the keys are the rows' identities)
+        name = 'logged'
+        def __init__(self, keys): super().__init__(tmp_path); self.keys, self.rows = set(keys), []
+        def logged(self): return self.keys
+        def log_row(self, key, *a): self.rows.append(key); self.keys.add(key)
+        def log_benchmark(self, *a): pass
+    tracker = Logged(st.key_of(row_id(r)) for _, r in st.read().iterrows())
+    again = run_benchmark(**kw, tracking=tracker).results
+    assert len(st.read()) == 3 and tracker.rows == [], "a row was redone or logged again"
+    pd.testing.assert_frame_equal(again[['method', 'seed', 'setup', 'jsd_authors', 'rf_jsd_authors', 'avg_gap']].reset_index(drop=True),
+                                  first[['method', 'seed', 'setup', 'jsd_authors', 'rf_jsd_authors', 'avg_gap']].reset_index(drop=True))
+    assert 'jsd_legacy' not in st.read().columns

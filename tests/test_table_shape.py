@@ -63,7 +63,7 @@ def results(methods, seeds=(1, 2), pct=.1):
             rows.append(dict(dataset='digits', model='resnet18_small', forget_pct=pct, forget_class=None, unseen='heldout', method=m, seed=s,
                              setup='x', acc_forget=rng.rand(), acc_retain=rng.rand(), acc_test=rng.rand(), acc_unseen=rng.rand(), mia=rng.rand(),
                              jsd=0. if m == 'gold' else rng.rand()*1e-3, rf_jsd=rng.rand()*1e-3, avg_gap=0. if m == 'gold' else rng.rand(),
-                             jsd_legacy=0. if m == 'gold' else rng.rand()*1e-4, rf_jsd_legacy=rng.rand()*1e-4,
+                             jsd_authors=0. if m == 'gold' else rng.rand()*1e-4, rf_jsd_authors=rng.rand()*1e-4,
                              time_min=rng.rand(), zrf=rng.rand(), mia_loss=rng.rand(), mia_svc=rng.rand()))
     return pd.DataFrame(rows)
 
@@ -88,7 +88,7 @@ def test_blocks_and_rows(label):
     assert blocks == [block_label(pb) for pb in PAPER_BENCHMARKS[label]]
     ours = [norm(i.split(' | ')[1]) for i in t.index][:len(rows_of(label))]
     assert ours == [norm(r) for r in rows_of(label)], (ours, rows_of(label))
-    assert not (t.iloc[:len(rows_of(label))] == MISSING).any().any(), "every cell of a block that ran is filled (JSD: jsd_legacy)"
+    assert not (t.iloc[:len(rows_of(label))] == MISSING).any().any(), "every cell of a block that ran is filled (JSD: jsd_authors)"
 
 def test_imagenet():
     t = table_imagenet_authors(results(EVERY))
@@ -96,7 +96,7 @@ def test_imagenet():
     assert [norm(c) for c in t.index] == [norm(r) for r in rows_of('tab:imagenet')] == [norm(c) for c in
             ['Original', 'Finetuning', 'NegGrad+', 'RndLbl', 'BadT', 'SCRUB', 'SSD', 'UNSIR', 'SalUn', 'LoTUS']]
     assert len(header('tab:imagenet')) == len(t.columns) == 4
-    assert (t != MISSING).all().all(), t   # every method's cells (RF-JSD: rf_jsd_legacy)
+    assert (t != MISSING).all().all(), t   # every method's cells (RF-JSD: rf_jsd_authors)
 
 def test_pcc_rows():
     "One row per benchmark the paper correlates, in its order, then the mean"
@@ -106,7 +106,7 @@ def test_pcc_rows():
     assert [norm(i.split(' ', 1)[1]) for i in t.index[:-1]] == [norm(r) for r in paper[:-1]]
     assert [i.split(' ')[0] for i in t.index[:-1]] == ['ViT']*5 + ['RN18']*5
     assert list(t.columns) == ['PCC', 'p-value'] and t.index[-1] == 'Mean ± Std' and 'Std' in paper[-1]
-    assert (t != MISSING).all().all(), "a correlation on every benchmark that ran (jsd_legacy, rf_jsd_legacy)"
+    assert (t != MISSING).all().all(), "a correlation on every benchmark that ran (jsd_authors, rf_jsd_authors)"
 
 def test_gumbel():
     tex = table_tex('tab:gumbel')
