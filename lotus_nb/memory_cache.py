@@ -16,7 +16,8 @@ from .spawning import spawn_safe
 __all__ = ['base_of', 'read_into_memory', 'memory_of']
 
 # %% ../nbs/01l_memory_cache.ipynb #c336899f
-def base_of(ds):
+def base_of(ds, # a map-style Dataset: a Subset, a ConcatDataset, one with view_of(), or any other
+           ) -> tuple: # (the Dataset its items come from, their positions there)
     "(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, or what its `view_of()` names, the positions of `ds`'s items in it)"
     if isinstance(ds, Subset):
         base, pos = base_of(ds.dataset); return base, pos[np.asarray(ds.indices, dtype=np.int64)]

@@ -98,9 +98,9 @@ def test_links_and_slugs():
     assert bd.slug('Seen vs unseen: entropy and accuracy on a trained model') == 'seen-vs-unseen-entropy-and-accuracy-on-a-trained-model'
     cfg = bd.settings()
     site = cfg['doc_host'] + cfg['doc_baseurl']
-    out = bd.link_html(f'<h2>Eq. (12), as printed</h2><a href="05_lotus.ipynb#the-legacy-stop">a</a>'
+    out = bd.link_html(f'<h2>Eq. (12), as printed</h2><a href="05_lotus.ipynb#the-authors-stop">a</a>'
                        f'<a href="{site}/metrics.html#evaluate">b</a><a href="https://pytorch.org/x.ipynb">c</a>')
-    assert 'href="lotus.html#the-legacy-stop"' in out and 'href="metrics.html#evaluate"' in out
+    assert 'href="lotus.html#the-authors-stop"' in out and 'href="metrics.html#evaluate"' in out
     assert 'href="https://pytorch.org/x.ipynb"' in out and 'id="eq.-12-as-printed"' in out
     md = '[source](https://github.com/x/y.py#L3){target="_blank" style="float:right"}'
     assert bd.attr_links(md) == '<a href="https://github.com/x/y.py#L3" target="_blank" style="float:right">source</a>'
