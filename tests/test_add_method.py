@@ -4,7 +4,7 @@ runs in a benchmark beside the package's and shows in its tables (issue 29, item
 import json, os, subprocess, sys
 from pathlib import Path
 import pandas as pd
-from conftest import ROOT
+from helpers import ROOT
 
 def recipe() -> str:
     nb = json.loads((ROOT/'nbs'/'04a_new_method.ipynb').read_text())

@@ -1,7 +1,7 @@
 "The benchmark scripts run on the CPU with small models and synthetic data and print their tables: a smoke run, never a timing"
 import importlib.util, json, sys
 import numpy as np
-from conftest import ROOT, run
+from helpers import ROOT, run
 
 def load_script(name):
     "A script of benchmarks/ imported as a module (benchmarks/ is not a package)"
@@ -72,7 +72,8 @@ def test_samples_trained():
     "samples_trained (the benchmark's samples/s numerator) against the samples that went forward through the student with gradients"
     import dataclasses, torch
     from torch.nn.modules.module import register_module_forward_pre_hook
-    from lotus_nb.methods import demo_task, unlearn, method_config
+    from lotus_nb.methods import unlearn, method_config
+    from lotus_nb.demo import demo_task
     gs = load_script('gpu_speed')
     f_orig, ts, task = demo_task('digits', epochs=1)
     seen = [0]
@@ -98,7 +99,7 @@ def test_evaluate_is_one_forward_pass():
     image of the four splits through the scored model exactly once, and no reference model runs. Counted, not timed."""
     import torch
     from torch.nn.modules.module import register_module_forward_pre_hook
-    from lotus_nb.methods import demo_task
+    from lotus_nb.demo import demo_task
     from lotus_nb.models import reinit_copy
     from lotus_nb.metrics import evaluate, reference_outputs
     from lotus_nb.training import predict

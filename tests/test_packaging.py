@@ -6,7 +6,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 import lotus_nb
-from conftest import ROOT, run, show
+from helpers import ROOT, run, show
 
 def settings():
     cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')

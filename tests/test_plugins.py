@@ -67,7 +67,8 @@ FILES = {
 CHECK = '''
 import warnings, torch
 from lotus_nb.catalog import PLUGINS
-from lotus_nb.methods import list_methods, display_name, unlearn, demo_task
+from lotus_nb.methods import list_methods, display_name, unlearn
+from lotus_nb.demo import demo_task
 from lotus_nb.data import DATASETS
 from lotus_nb.metrics import evaluate, list_metrics
 from lotus_nb.report import table_hyperparams, extra_rows

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from conftest import ROOT
+from helpers import ROOT
 
 LIB = ROOT/'lotus_nb'
 
