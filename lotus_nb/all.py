@@ -11,6 +11,7 @@ from lotus_nb.checks import *
 from lotus_nb.device import *
 from lotus_nb.metric_facts import *
 from lotus_nb.catalog import *
+from lotus_nb.catalog import load_plugins   # named: it is called below
 from lotus_nb.store import *
 from lotus_nb.tracking import *
 from lotus_nb.augment import *

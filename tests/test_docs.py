@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
+import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
 PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
 no_chromium = pytest.mark.skipif(not Path(bd.CHROMIUM).exists(),
@@ -330,12 +331,11 @@ def unbound_in_show_doc_run(nb_path) -> list:
             warnings.simplefilter('ignore')
             if c.cell_type != 'code' or not _do_eval(c): continue
         tree = ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
-        here = set()
+        here = {b for i in import_graph.scan_tree(tree) for b in i.bound}   # what its imports bind: the repository's one scanner
         for n in ast.walk(tree):
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)): here.add(n.id)
             elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): here.add(n.name)
             elif isinstance(n, ast.arg): here.add(n.arg)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)): here |= {(a.asname or a.name).split('.')[0] for a in n.names}
             elif isinstance(n, ast.ExceptHandler) and n.name: here.add(n.name)
             elif isinstance(n, (ast.Global, ast.Nonlocal)): here |= set(n.names)
         reads = set()

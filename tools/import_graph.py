@@ -122,10 +122,10 @@ def modules(pkg:Path=PKG) -> dict:
     "stem -> path of the package's modules (not `__init__`, `_modidx`)"
     return {p.stem: p for p in sorted(Path(pkg).glob('*.py')) if p.stem not in ('__init__', '_modidx')}
 
-def arrows(path, mods) -> list:
-    "(module stem, Import) of each import of `path` that reaches one of `mods` (stems of the package)"
+def arrows(path, mods, imports=None) -> list:
+    "(module stem, Import) of each import of `path` (its `imports`, scanned when not given) that reaches one of `mods` (stems of the package)"
     out, pkg = [], Path(path).parent.name
-    for i in scan_file(path):
+    for i in (scan_file(path) if imports is None else imports):
         if i.module is None: continue
         parts = i.module.split('.')
         if parts[0] != pkg: continue
@@ -138,14 +138,14 @@ def graph(pkg:Path=PKG) -> dict:
     mods = modules(pkg)
     g = {}
     for m, p in mods.items():
-        ar = arrows(p, mods)
+        imps = scan_file(p); ar = arrows(p, mods, imps)
         g[m] = dict(lines=len(p.read_text(encoding='utf-8').splitlines()),
                     top=sorted({d for d, i in ar if not i.lazy and i.how in ('import', 'from')} - {m}),
                     lazy=sorted({d for d, i in ar if i.lazy and i.how in ('import', 'from')}),
                     by_name=sorted({d for d, i in ar if i.how == 'import_module'}),
                     loader=sorted({(d, i.via) for d, i in ar if i.how == 'loader'}),
-                    dynamic=[f"line {i.line}: {i.via}" for i in scan_file(p) if i.how == 'dynamic'],
-                    optional=sorted({i.module for i in scan_file(p) if i.how == 'optional_import'}, key=str))
+                    dynamic=[f"line {i.line}: {i.via}" for i in imps if i.how == 'dynamic'],
+                    optional=sorted({i.module for i in imps if i.how == 'optional_import'}, key=str))
     layer, loops = {}, []
     def depth(m, path=()):
         if m in layer: return layer[m]
