@@ -87,15 +87,16 @@ class Registry(Mapping):
         return any(v is entry for t in self._layers.values() for v in t.values())
     def __repr__(self): return f"Registry({self.what!r}, {{{', '.join(f'{k!r}: {self.layer(k)!r}' for k in self)}}})"
 
-def is_registered(entry) -> bool:
+def is_registered(entry, # a function, class or record
+                 ) -> bool:
     "Whether `entry` itself is registered in any registry"
     return any(r.holds(entry) for r in _REGISTRIES)
 
 # %% ../nbs/00a_registry.ipynb #a1a70007
 @contextmanager
 def registered(registry:Registry, # the registry to leave as the block found it
-               name:str=None,     # register `entry` under this name for the block; None: nothing (the block may register)
-               entry=None,        # what `name` stands for within the block
+               name:str=None,     # register entry under this name for the block; None: nothing (the block may register)
+               entry=None,        # what name stands for within the block
                layer:str=None,    # its layer; None: layer_of(entry)
               ):
     "Within the block, `entry` is registered under `name` (or whatever the block registers); after it, `registry` is exactly as before"
