@@ -19,12 +19,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def worker(epochs:int) -> dict:
     "Times of this process's lotus_nb (the first on its path): data and f_orig, each method's unlearn, predict over four splits"
     import dataclasses, torch
-    from lotus_nb.methods import demo_task, unlearn, method_config, METHODS
+    from lotus_nb.methods import unlearn, method_config, METHODS
+    try: from lotus_nb.demo import demo_task                         # 0.8 on: its own module, above training
+    except ImportError: from lotus_nb.methods import demo_task
     from lotus_nb.training import predict
     import lotus_nb
     t = time.perf_counter(); f_orig, ts, task = demo_task('digits'); out = dict(demo_task=time.perf_counter() - t)
     try: from lotus_nb.methods import load_methods; load_methods()   # lotus_nb < 0.3 registers its methods on demand
     except ImportError: pass                                          # 0.3 on: lotus_nb.catalog, imported with the package
+    try: from lotus_nb.catalog import load_plugins; load_plugins()  # 0.8 on: loaded by what resolves a name, here before METHODS is listed
+    except ImportError: pass
     methods, configs = sorted(METHODS), {}
     for m in methods:
         cfg = method_config(m); configs[m] = {k: repr(v) for k, v in dataclasses.asdict(cfg).items()}

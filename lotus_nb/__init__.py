@@ -1,5 +1,6 @@
 __version__ = "0.7.0"
 
-# Nothing is imported here: a registry (methods, datasets, metrics, unseen sources, split rules) imports lotus_nb.catalog,
-# every registering module and the installed plugins, on its first read (nbs/00a_registry.ipynb), so that importing one
-# part of lotus_nb loads only that part.
+# Nothing is imported here, and no registry imports anything: the functions that resolve a name (unlearn, load_dataset,
+# list_methods, ...) call lotus_nb.catalog.load_plugins(), which imports lotus_nb's registering modules by name, then the
+# installed plugins, once (nbs/19a_catalog.ipynb); so importing one part of lotus_nb loads only that part.
+# `from lotus_nb.all import *` imports every part, for a notebook.

@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses, logging
 from dataclasses import dataclass, field, KW_ONLY
 import numpy as np, torch.nn as nn
-from .registry import Registry, View   # complete on its first read: nbs/00a_registry.ipynb
-from .data import DATASETS, load_dataset, dataset_defaults
+from .registry import Registry, View   # plain tables, and views of them: nbs/00a_registry.ipynb
+from .catalog import load_plugins   # the built-ins and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
+from .data import DATASETS, load_dataset, dataset_defaults, list_datasets, check_dataset
 from .checks import check_choice, check_fraction, check_seed
 from .augment import AUGMENTS
 from .splits import split_rule
@@ -36,7 +37,7 @@ def _recipe(r): # a registered recipe: Recipe's fields as a dict, or a Recipe
 def _benchmark_table() -> dict:
     "Every dataset's registered benchmark defaults, keyed by dataset or (dataset, arch), recipes as `Recipe`s"
     out = {}
-    for name in DATASETS:
+    for name in list_datasets():
         dd = dataset_defaults(name)
         for key, e in [(name, dd.benchmark), *(((name, a), e) for a, e in (dd.benchmark_by_arch or {}).items())]:
             if e: out[key] = {k: _recipe(v) if k == 'recipe' else v for k, v in e.items()}
@@ -94,27 +95,27 @@ class BenchmarkSpec:
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
     "`spec` with `model='auto'` replaced by the dataset's model (after checking the dataset's name)"
-    check_choice(spec.dataset, DATASETS, 'dataset')
+    check_dataset(spec.dataset)
     return dataclasses.replace(spec, model=resolve_model(spec.model, spec.dataset))
 
 # %% ../nbs/08_benchmark_spec.ipynb #247d0b47
-UNSEEN_SOURCES = Registry()   # filled by the modules that register generators (lotus_nb.synthetic), which lotus_nb.catalog imports
+UNSEEN_SOURCES = Registry('unseen source')   # filled by the modules that register generators (lotus_nb.synthetic), which load_plugins imports
 
 def register_unseen(name:str): # the name a BenchmarkSpec's unseen field uses
     "Decorator: register `f(prep, splits, seed, device) -> split`, a generator of the methods' unseen set $D_u$"
-    def _inner(f): UNSEEN_SOURCES[name] = f; return f
+    def _inner(f): return UNSEEN_SOURCES.register(name, f)
     return _inner
 
 def unseen_sources(dataset:str # registry name of the benchmark's dataset
                   ) -> list:
     "The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as its $D_u$ (CIFAKE for CIFAR-10)"
-    return ['heldout', *UNSEEN_SOURCES, *[d for d in DATASETS if dataset_defaults(d).unseen_for == dataset]]
+    load_plugins(); return ['heldout', *UNSEEN_SOURCES, *[d for d in list_datasets() if dataset_defaults(d).unseen_for == dataset]]
 
-RUN_ARRAYS = Registry()   # filled by the modules that register them (lotus_nb.privacy: 'pool_scores'), which lotus_nb.catalog imports
+RUN_ARRAYS = Registry('run arrays')   # filled by the modules that register them (lotus_nb.privacy: 'pool_scores'), which load_plugins imports
 
 def register_arrays(name:str): # the name a BenchmarkSpec's arrays field lists
     "Decorator: register `f(prep, ctx, model) -> {name: array}`, arrays computed on every model a run produces and stored with its record"
-    def _inner(f): RUN_ARRAYS[name] = f; return f
+    def _inner(f): return RUN_ARRAYS.register(name, f)
     return _inner
 
 # %% ../nbs/08_benchmark_spec.ipynb #50c7df5b
@@ -125,6 +126,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
                    ) -> tuple: # (seeds, methods) as checked lists
     "Validate a resolved benchmark and its run (everything but its names, which `resolve_spec` checked); returns the seeds and methods as lists"
     if spec.model == 'auto': raise ValueError("check_benchmark takes a resolved spec: pass resolve_spec(spec)")
+    load_plugins()   # the unseen sources and run arrays it checks against
     check_choice(spec.unseen, unseen_sources(spec.dataset), 'unseen source')
     benchmark_augment(spec.dataset, spec.model, spec.augment); check_choice(spec.mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set')
     if isinstance(spec.arrays, str): raise ValueError(f"arrays must be a tuple of names, got {spec.arrays!r}")

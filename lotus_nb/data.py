@@ -17,8 +17,9 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'read_image', 'default_workers', 'ImageFiles', 'torch_threads',
-           'ImageData', 'DatasetDefaults', 'register_dataset', 'dataset_defaults', 'data_dirs', 'find_data',
-           'path_inside', 'available_memory', 'fits_in_memory', 'stratified_sample', 'load_dataset']
+           'ImageData', 'DatasetDefaults', 'register_dataset', 'list_datasets', 'check_dataset', 'dataset_defaults',
+           'data_dirs', 'find_data', 'path_inside', 'available_memory', 'fits_in_memory', 'stratified_sample',
+           'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 def read_image(path,            # image file in any format PIL reads
@@ -119,7 +120,8 @@ class ImageData:
                 f"{self.num_classes} classes, {self.in_chans}x{self.img_size}x{self.img_size}, {where})")
 
 # %% ../nbs/01_data.ipynb #1ba549db
-from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
+from .registry import Registry   # a plain table in three layers: nbs/00a_registry.ipynb
+from .catalog import load_plugins   # the readers and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
 BENCHMARK_KEYS = ('train_size', 'img_size', 'augment', 'recipe', 'method_overrides')   # what a registration's benchmark defaults may set
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ class DatasetDefaults:
         "The benchmark defaults that hold with `arch`: the dataset's, then the architecture's (the later wins)"
         return [self.benchmark or {}, (self.benchmark_by_arch or {}).get(arch, {})]
 
-DATASETS = Registry()
+DATASETS = Registry('dataset')
 
 def register_dataset(name:str,   # name users pass to load_dataset
                      **defaults, # DatasetDefaults fields: every fact of this dataset
@@ -159,17 +161,25 @@ def register_dataset(name:str,   # name users pass to load_dataset
     for e in [dd.benchmark or {}, *(dd.benchmark_by_arch or {}).values()]:
         if bad := sorted(set(e) - set(BENCHMARK_KEYS)):
             raise ValueError(f"dataset {name!r}: unknown benchmark defaults {', '.join(bad)}; valid: {', '.join(BENCHMARK_KEYS)}")
-    def _inner(f): f.defaults = dd; DATASETS[name] = f; return f
+    def _inner(f): f.defaults = dd; return DATASETS.register(name, f)
     return _inner
+
+def list_datasets() -> list: # names, lotus_nb's first, then the plugins', then yours
+    "Every registered dataset (the readers and the plugins loaded first)"
+    load_plugins(); return list(DATASETS)
+
+def check_dataset(name:str, # a dataset name as a user passed it
+                 ) -> str:
+    "`name` if it is a registered dataset (the readers and the plugins loaded first), else a `ValueError` naming the valid ones"
+    load_plugins(); return check_choice(name, DATASETS, 'dataset')
 
 def dataset_defaults(name:str, # a registered dataset, e.g. 'cifar10'
                     ) -> DatasetDefaults:
     "The facts registered with the dataset `name`"
-    return DATASETS[check_choice(name, DATASETS, 'dataset')].defaults
+    return DATASETS[check_dataset(name)].defaults
 
 # %% ../nbs/01_data.ipynb #0f8ada6f
-from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
-HOW_TO_GET = Registry()   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
+HOW_TO_GET = Registry('how to get')   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
 
 def data_dirs(root=None, # folder searched first; None: only $LOTUS_DATA and the cache
              ) -> list:  # Path folders in search order, without repeats; they need not exist
@@ -251,7 +261,7 @@ def load_dataset(name:str,            # registry name, a key of DATASETS
                  **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
                 ) -> ImageData:       # defaults applied: augmentation, normalisation, size
     "Load the dataset registered as `name`, with its defaults applied"
-    check_choice(name, DATASETS, 'dataset')
+    check_dataset(name)
     if root is not None and not Path(root).expanduser().is_dir():
         raise FileNotFoundError(f"data folder {root} does not exist (dataset {name!r})")
     f = DATASETS[name]; dflt = f.defaults

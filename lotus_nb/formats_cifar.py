@@ -40,10 +40,10 @@ def read_cifar_pickle(path, # one file of a CIFAR python archive
 # %% ../nbs/01f_formats_cifar.ipynb #4ce48af0
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 CIFAR10_CLASSES = ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
-HOW_TO_GET['cifar10'] = ("torchvision downloads it when the network allows (download=True); or download "
-                         "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz and extract it in one of these folders (it unpacks to cifar-10-batches-py/).")
-HOW_TO_GET['cifar100'] = ("torchvision downloads it when the network allows (download=True); or download "
-                          "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz and extract it in one of these folders (it unpacks to cifar-100-python/).")
+HOW_TO_GET.register('cifar10', "torchvision downloads it when the network allows (download=True); or download "
+                               "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz and extract it in one of these folders (it unpacks to cifar-10-batches-py/).", layer='builtin')
+HOW_TO_GET.register('cifar100', "torchvision downloads it when the network allows (download=True); or download "
+                                "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz and extract it in one of these folders (it unpacks to cifar-100-python/).", layer='builtin')
 
 def read_cifar(folder,        # the extracted archive, e.g. cifar-10-batches-py/
                files,         # file names in folder, concatenated in this order

@@ -20,8 +20,8 @@ __all__ = ['TINY_URL', 'TINY_MD5', 'TINY_MEAN', 'TINY_STD', 'IMAGENET_MEAN', 'IM
 TINY_URL, TINY_MD5 = 'http://cs231n.stanford.edu/tiny-imagenet-200.zip', '90528d7ca1a48142e341f4ef8d21d0de'
 TINY_MEAN = tuple(v/255 for v in (122.4786, 114.2755, 101.3963))
 TINY_STD = tuple(v/255 for v in (70.4924, 68.5679, 71.8127))
-HOW_TO_GET['tinyimagenet'] = ("It is downloaded from its official archive when the network allows (download=True); or download "
-                              "http://cs231n.stanford.edu/tiny-imagenet-200.zip and unzip it in one of these folders (it unpacks to tiny-imagenet-200/).")
+HOW_TO_GET.register('tinyimagenet', "It is downloaded from its official archive when the network allows (download=True); or download "
+                                    "http://cs231n.stanford.edu/tiny-imagenet-200.zip and unzip it in one of these folders (it unpacks to tiny-imagenet-200/).", layer='builtin')
 
 def read_tinyimagenet(base, # the tiny-imagenet-200/ folder
                      ):
@@ -63,10 +63,10 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT = 5, 45, 5   # per class: forget, retain, and each of unseen/test
 IMAGE_EXTS = {'.jpeg', '.jpg', '.png'}
 IMAGENET_RULES = ('seeded', 'first')   # forget_rule: the seed draws 5 of each class's 50, or the authors' first 5
-HOW_TO_GET['imagenet'] = ("ImageNet-1k (ILSVRC2012) needs an account at https://image-net.org/download.php. Put ILSVRC2012_img_train.tar, "
-                          "ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz in <folder>/imagenet/ and unpack them once with "
-                          "torchvision.datasets.ImageNet('<folder>/imagenet', split='train') and split='val'; or provide the class-folder trees "
-                          "imagenet/train/<wnid>/*.JPEG and imagenet/val/<wnid>/*.JPEG.")
+HOW_TO_GET.register('imagenet', "ImageNet-1k (ILSVRC2012) needs an account at https://image-net.org/download.php. Put ILSVRC2012_img_train.tar, "
+                                "ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz in <folder>/imagenet/ and unpack them once with "
+                                "torchvision.datasets.ImageNet('<folder>/imagenet', split='train') and split='val'; or provide the class-folder trees "
+                                "imagenet/train/<wnid>/*.JPEG and imagenet/val/<wnid>/*.JPEG.", layer='builtin')
 
 def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_EXTS)
 
@@ -103,8 +103,8 @@ def load_imagenet(root=None,    # folder searched first; see data_dirs
                      torch.tensor([c for _, c in val]), classes, fixed=fixed)
 
 # %% ../nbs/01g_formats_folders.ipynb #efce5f01
-HOW_TO_GET['cifake'] = ("Download CIFAKE from Kaggle (https://www.kaggle.com/datasets/birdy654/cifake-real-and-ai-generated-synthetic-images) "
-                        "and unzip it into <folder>/cifake/ (only test/FAKE/ is used); the authors' regrouped cifake_classes/0..9/ works too.")
+HOW_TO_GET.register('cifake', "Download CIFAKE from Kaggle (https://www.kaggle.com/datasets/birdy654/cifake-real-and-ai-generated-synthetic-images) "
+                              "and unzip it into <folder>/cifake/ (only test/FAKE/ is used); the authors' regrouped cifake_classes/0..9/ works too.", layer='builtin')
 
 def cifake_label(filename:str, # a file name of CIFAKE's test/FAKE/, e.g. '1000 (3).jpg'
                 ) -> int:      # CIFAR-10 class, 0-9

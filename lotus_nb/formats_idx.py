@@ -47,8 +47,8 @@ def read_idx(path,           # IDX file; a .gz suffix is read through gzip
 FMNIST_FILES = ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte')
 FMNIST_CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot']
 DEFAULT_FMNIST_DIRS = ('/usr/share/datasets/fashion-mnist',)
-HOW_TO_GET['fashionmnist'] = ("Install it with `apt-get install dataset-fashion-mnist` (Debian), let torchvision download it (download=True), "
-                              "or put the four IDX files of https://github.com/zalandoresearch/fashion-mnist in one of these folders.")
+HOW_TO_GET.register('fashionmnist', "Install it with `apt-get install dataset-fashion-mnist` (Debian), let torchvision download it (download=True), "
+                                    "or put the four IDX files of https://github.com/zalandoresearch/fashion-mnist in one of these folders.", layer='builtin')
 
 def find_idx(folder, # a folder searched, with its fashion-mnist/ and FashionMNIST/raw/ subfolders
              stem,   # file name without .gz, e.g. 'train-images-idx3-ubyte'

@@ -22,6 +22,7 @@ from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchm
                                 benchmark_name)
 from .runner import Unit, run_unit
 from .checks import check_threads
+from .registry import Registry
 from .cluster import Storage, WorkerStore, train_original, worker_unit, check_data
 
 log = logging.getLogger('lotus_nb')
@@ -99,13 +100,13 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
     return GridPlan(preps, methods, seeds, units, missing)
 
 # %% ../nbs/20_grid.ipynb #4c8d8f1b
-EXECUTORS = {}
+EXECUTORS = Registry('executor')   # a plain table (nbs/00a_registry.ipynb); 'local' and 'ray' are registered below
 
 def register_executor(name:str,  # the name run_grid's executor argument takes
                       check=None # check(**options) raises on invalid options, before any work; None: no check
                      ):
     "Decorator: register `f(plan, store, **options)` as an executor"
-    def _inner(f): f.check = check or (lambda **kw: None); EXECUTORS[name] = f; return f
+    def _inner(f): f.check = check or (lambda **kw: None); return EXECUTORS.register(name, f)
     return _inner
 
 def executor_options(executor:str, # a registered executor

@@ -23,7 +23,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
            'new_field_names', 'config_identity', 'method_config', 'method_role', 'is_reference', 'role_method',
-           'display_name', 'ordered_methods', 'Unlearned', 'unlearn', 'demo_task']
+           'display_name', 'ordered_methods', 'Unlearned', 'unlearn']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 @dataclass
@@ -58,7 +58,8 @@ class UnlearnTask:
         return self.retain_sub
 
 # %% ../nbs/04_methods.ipynb #4250e6f3
-from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
+from .registry import Registry   # a plain table in three layers: nbs/00a_registry.ipynb
+from .catalog import load_plugins   # the built-ins and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
 @dataclass(frozen=True)
 class Range:
     "A hyperparameter's search range for tuning: integers when `low` and `high` are both ints, log-uniform with `log`"
@@ -86,7 +87,7 @@ class MethodConfig:
     renamed: ClassVar[dict] = {}   # a field's old name -> its name now: the old keyword still works (DeprecationWarning), and a row's setup keeps the old name
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.tuner searches
 
-METHODS = Registry()
+METHODS = Registry('method')
 ROLES = ('original', 'gold', 'method')   # the two references (compared with, never ranked), then the unlearning methods
 
 def register_method(name:str,                 # the name users pass to unlearn
@@ -99,7 +100,7 @@ def register_method(name:str,                 # the name users pass to unlearn
     check_choice(role, ROLES, 'role')
     def _inner(f):
         f.config, f.method_name, f.display, f.role, f.order, f.paper = config, name, display or name, role, order, paper
-        METHODS[name] = f; return f
+        return METHODS.register(name, f)
     return _inner
 
 def _rank(name:str) -> tuple:
@@ -109,13 +110,14 @@ def list_methods(reference:bool=None, # None: all; True: the references only; Fa
                  paper:bool=None,     # None: all; True: the paper's columns only (registered with paper=True); False: the others
                 ) -> list:
     "Registered method names in the paper's column order (their `order`, then registration order)"
+    load_plugins()
     return sorted((m for m, f in METHODS.items() if (reference is None or (f.role != 'method') == reference)
                    and (paper is None or bool(getattr(f, 'paper', False)) == paper)), key=_rank)
 
 def check_method(name:str, # the method name to check
                 ) -> str:
     "`name` if it is a registered method, else a `ValueError` naming the valid ones"
-    return check_choice(name, METHODS, 'method')
+    load_plugins(); return check_choice(name, METHODS, 'method')
 
 def new_field_names(cls:type,      # a config class (a MethodConfig)
                     overrides:dict, # field -> value, as a user passed them
@@ -158,7 +160,7 @@ def method_role(m:str # a registered method's name
 def is_reference(m:str # a method's registry name (unknown names are not references)
                 ) -> bool:
     "True for the references (the Original and the Gold Standard): compared with, never ranked"
-    return m in METHODS and METHODS[m].role != 'method'
+    load_plugins(); return m in METHODS and METHODS[m].role != 'method'
 
 def role_method(role:str # 'original' or 'gold'
                ) -> str: # the registry name of the one method with that role
@@ -170,7 +172,7 @@ def role_method(role:str # 'original' or 'gold'
 def display_name(m:str # a method's registry name, e.g. 'lotus'
                 ) -> str: # the paper's column label, e.g. 'LoTUS'; unknown names unchanged
     "The paper's label of method `m` (its registry `display`), or `m` itself"
-    return METHODS[m].display if m in METHODS else m
+    load_plugins(); return METHODS[m].display if m in METHODS else m
 
 def ordered_methods(methods # registry names, in any order; repeats are dropped
                    ) -> list:
@@ -210,26 +212,3 @@ def unlearn(name:str,              # a registered method (see list_methods())
     out.record.setdefault('time_min', t.minutes)
     out.record.update(method=name, config=dataclasses.asdict(cfg))
     return out
-
-# %% ../nbs/04_methods.ipynb #b7ed2c92
-def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits' or 'fashionmnist'
-              model:str='resnet18_small', # a name create_model knows
-              epochs:int=15,          # training epochs of f_orig
-              forget_pct:float=0.1,  # fraction of the training split in the forget set
-              seed:int=0,            # seeds the splits and the training
-              train_size:int=None,   # a stratified subset of the training split of this size; None: all of it
-              img_size:int=None,     # downsample the images to this size; None: the dataset's size
-              augment:str=None,      # training augmentation, e.g. 'none'; None: the dataset's own
-             ) -> tuple:             # (f_orig in eval mode, dict of TensorSplits, UnlearnTask)
-    "A small trained $f_{orig}$ (eval mode), its `TensorSplit`s and its `UnlearnTask`, for examples and tests"
-    from lotus_nb.data import load_dataset
-    from lotus_nb.splits import make_splits
-    from lotus_nb.loaders import tensor_splits
-    from lotus_nb.models import create_model
-    from lotus_nb.training import Recipe, fit
-    d = load_dataset(dataset, train_size=train_size, img_size=img_size)
-    if augment is not None: d.augment = augment
-    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed))
-    set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
-    meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None, schedule='cosine', keep='best'), seed=seed, progress=False)
-    return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta)

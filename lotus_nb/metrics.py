@@ -220,7 +220,8 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
     return ref
 
 # %% ../nbs/06_metrics.ipynb #14c59ab6
-from .registry import METRIC_FNS, add_metric, builtin_metrics   # the metrics' facts, built-ins included: nbs/00a_registry.ipynb
+from .metric_facts import METRIC_FNS, Metric, add_metric, builtin_metrics   # the metrics' facts, built-ins included: nbs/00c_metric_facts.ipynb
+from .catalog import load_plugins   # the plugins' metrics, loaded by what lists the metrics: nbs/19a_catalog.ipynb
 BUILTIN_METRICS = tuple(builtin_metrics('evaluate'))   # what evaluate computes itself; Avg Gap and the time are the runner's
 SPLITS = ('forget', 'retain', 'test', 'unseen')
 
@@ -241,14 +242,14 @@ def register_metric(name:str,              # its key in evaluate's result and it
 def list_metrics(builtin:bool=False # False: the registered extras; True: the built-ins; None: all
                 ) -> list:
     "The metrics in registration order: by default the registered extras, the columns they add beyond the built-ins"
-    return [k for k, f in METRIC_FNS.items() if builtin is None or f.builtin == builtin]
+    load_plugins(); return [k for k, f in METRIC_FNS.items() if builtin is None or f.builtin == builtin]
 
 def extra_metrics(logits:dict,  # split -> (logits, labels) of the model scored
                   ref:Reference # the cached reference outputs
                  ) -> dict:     # name -> value, for every registered metric whose needs are met
     "The registered metrics of one model, each computed when all it needs is there"
     have = lambda k: k in logits if k in SPLITS else getattr(ref, k) is not None
-    out = {}
+    load_plugins(); out = {}
     for name, f in METRIC_FNS.items():
         if f.builtin or not all(map(have, f.needs)): continue   # a built-in: evaluate's own pass
         try: out[name] = float(f(logits, ref))

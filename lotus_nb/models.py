@@ -12,16 +12,18 @@ import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
 from .data import dataset_defaults
 from .checks import check_choice
+from .registry import Registry   # a plain table in three layers: nbs/00a_registry.ipynb
+from .catalog import load_plugins   # the built-ins and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
 
 # %% auto #0
-__all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'create_model', 'model_arch', 'model_input_size', 'resolve_model',
-           'IdentityConvBlock', 'AuthorsResNet', 'CifarResNet', 'resnet18', 'resnet18_tv', 'resnet18_small',
-           'resnet18_tiny', 'read_state_dict', 'file_sha256', 'weights_digest', 'online', 'missing_weights',
-           'hub_state_dict', 'timm_cached_file', 'timm_download', 'timm_vit', 'vit_b_16', 'vit_small',
-           'vit_b_16_imagenet', 'reinit_copy']
+__all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'check_model', 'create_model', 'model_arch', 'model_input_size',
+           'resolve_model', 'IdentityConvBlock', 'AuthorsResNet', 'CifarResNet', 'resnet18', 'resnet18_tv',
+           'resnet18_small', 'resnet18_tiny', 'read_state_dict', 'file_sha256', 'weights_digest', 'online',
+           'missing_weights', 'hub_state_dict', 'timm_cached_file', 'timm_download', 'timm_vit', 'vit_b_16',
+           'vit_small', 'vit_b_16_imagenet', 'reinit_copy']
 
 # %% ../nbs/02_models.ipynb #cb0c716a
-MODELS = {}
+MODELS = Registry('model')
 
 def register_model(name:str,             # the name create_model and the configs know the model by
                    arch:str,             # 'resnet' or 'vit': picks per-architecture hyperparameter defaults
@@ -29,8 +31,13 @@ def register_model(name:str,             # the name create_model and the configs
                    pretrained=False,     # the paper's choice: start from pretrained weights
                    label:str=None):      # its name in the paper's tables, e.g. 'RN18'; None: its registry name
     "Decorator: register `f(num_classes, in_chans, img_size, pretrained, **kw) -> nn.Module` under `name`"
-    def _inner(f): f.arch, f.input_size, f.pretrained, f.label = arch, input_size, pretrained, label or name; MODELS[name] = f; return f
+    def _inner(f): f.arch, f.input_size, f.pretrained, f.label = arch, input_size, pretrained, label or name; return MODELS.register(name, f)
     return _inner
+
+def check_model(name:str # a model name as a user passed it
+               ) -> str:
+    "`name` if it is a registered model (the plugins loaded first), else a `ValueError` naming the valid ones"
+    load_plugins(); return check_choice(name, MODELS, 'model')
 
 def create_model(name:str,            # a registered model name, e.g. 'resnet18', 'vit_b_16'
                  num_classes:int,     # size of the classification head
@@ -40,19 +47,19 @@ def create_model(name:str,            # a registered model name, e.g. 'resnet18'
                  **kwargs             # passed on to the registered constructor
                 ) -> nn.Module:       # a freshly built model (train mode, on the CPU)
     "Create the model registered as `name`"
-    f = MODELS[check_choice(name, MODELS, 'model')]
+    f = MODELS[check_model(name)]
     return f(num_classes=num_classes, in_chans=in_chans, img_size=img_size or f.input_size or 32,
              pretrained=f.pretrained if pretrained is None else pretrained, **kwargs)
 
 def model_arch(name:str # a registered model name
               ) -> str:
     "'resnet' or 'vit': the family whose hyperparameters a model uses"
-    return MODELS[check_choice(name, MODELS, 'model')].arch
+    return MODELS[check_model(name)].arch
 
 def model_input_size(name:str # a registered model name
                     ) -> int:
     "The image size the model is built for (batches are resized to it on the device), or None for the dataset's own"
-    return MODELS[check_choice(name, MODELS, 'model')].input_size
+    return MODELS[check_model(name)].input_size
 
 def resolve_model(model:str,   # a registered model name, or 'auto'
                   dataset:str, # the dataset name whose paper model 'auto' stands for
@@ -61,7 +68,7 @@ def resolve_model(model:str,   # a registered model name, or 'auto'
     if model == 'auto':
         model = dataset_defaults(dataset).model
         if model is None: raise ValueError(f"dataset {dataset!r} has no model of its own (it is an unseen set for {dataset_defaults(dataset).unseen_for!r})")
-    return check_choice(model, MODELS, 'model')
+    return check_model(model)
 
 # %% ../nbs/02_models.ipynb #5a1e0c01
 class IdentityConvBlock(nn.Module):

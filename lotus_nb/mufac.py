@@ -21,10 +21,10 @@ MUFAC_DIR = 'custom_korean_family_dataset_resolution_128'
 MUFAC_CLASSES = ['0-6 years', '7-12 years', '13-19 years', '20-30 years', '31-45 years', '46-55 years', '56-66 years', '67-80 years']
 MUFAC_FORGET_ROWS = 1500   # the authors' forget set before cleaning: the first 1,500 rows of the training CSV
 MUFAC_CLEAN_SIZES = dict(forget=1062, retain=5513, val=1211, test=1118)  # after cleaning (paper, appendix)
-HOW_TO_GET['mufac'] = ("Download custom_korean_family_dataset_resolution_128.zip, linked from the MUFAC benchmark's README "
-                       "(https://github.com/ndb796/MachineUnlearning), and unzip it in one of these folders (it unpacks to "
-                       "custom_korean_family_dataset_resolution_128/ with custom_{train,val,test}_dataset.csv and {train,val,test}_images/). "
-                       "Its cleaning needs `pip install \"lotus_nb[mufac]\"`.")
+HOW_TO_GET.register('mufac', "Download custom_korean_family_dataset_resolution_128.zip, linked from the MUFAC benchmark's README "
+                             "(https://github.com/ndb796/MachineUnlearning), and unzip it in one of these folders (it unpacks to "
+                             "custom_korean_family_dataset_resolution_128/ with custom_{train,val,test}_dataset.csv and {train,val,test}_images/). "
+                             "Its cleaning needs `pip install \"lotus_nb[mufac]\"`.", layer='builtin')
 
 def read_mufac_csv(base,      # the custom_korean_family_dataset_resolution_128/ folder
                    split:str, # 'train', 'val' or 'test'

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from .registry import View
 from .checks import check_choice
-from .data import DATASETS, dataset_defaults
+from .data import DATASETS, dataset_defaults, list_datasets, check_dataset
 from .models import MODELS
 from .benchmark_spec import BenchmarkSpec
 
@@ -42,11 +42,11 @@ PAPER_BENCHMARKS['tab:avg_gap_supp'] = PAPER_BENCHMARKS['tab:gumbel'] = _ALL(('t
 PAPER_BENCHMARKS['tab:pcc'] = [PB(d, m, p) for m in ('vit_b_16', 'resnet18')
                                for d, p in (('cifar100', .1), ('cifar10', .1), ('mufac', .1), ('cifar100', .5), ('cifar10', .5))]
 PAPER_SEEDS = (3407, 13, 12)
-STAND_INS = View(lambda: {d: dataset_defaults(d).stand_in for d in DATASETS if dataset_defaults(d).in_paper})   # registered: register_dataset(in_paper=True, stand_in=...)
+STAND_INS = View(lambda: {d: dataset_defaults(d).stand_in for d in list_datasets() if dataset_defaults(d).in_paper})   # registered: register_dataset(in_paper=True, stand_in=...)
 STAND_IN_MODELS = {'resnet18': 'resnet18_small', 'vit_b_16': None, 'vit_b_16_imagenet': 'resnet18_small'}
 STAND_IN_CLASSES = {'pizza': 'Bag', 'beaver': '3'}
 SYNTHETIC_UNSEEN = {'paper': 'cifake', 'embedded': 'synthetic'}   # the synthetic D_u of tab:cifar at each scale
-LABELS = View(lambda: {**{d: dataset_defaults(d).label for d in DATASETS}, **{m: f.label for m, f in MODELS.items()}})   # registered: label=...
+LABELS = View(lambda: {**{d: dataset_defaults(d).label for d in list_datasets()}, **{m: f.label for m, f in MODELS.items()}})   # registered: label=...
 
 # %% ../nbs/22a_paper_plan.ipynb #54c796d1
 @dataclass
@@ -84,7 +84,7 @@ def on_datasets(p:Planned,          # a planned benchmark
                ) -> bool:
     "Whether `p` runs on one of `datasets` (its own dataset or the paper's it stands for); None keeps every benchmark"
     if datasets is None: return True
-    for d in datasets: check_choice(d, DATASETS, 'dataset')
+    for d in datasets: check_dataset(d)
     return p.spec.dataset in datasets or p.paper.dataset in datasets
 
 def plan_table(table:str,             # a paper label in PAPER_BENCHMARKS, e.g. 'tab:avg_gap'

@@ -11,6 +11,7 @@ import pandas as pd, torch, torch.nn.functional as F, torchvision
 from urllib.parse import urlparse
 from torch.utils.flop_counter import FlopCounterMode
 from .data import DATASETS, dataset_defaults, load_dataset, HOW_TO_GET
+from .catalog import load_plugins
 from .checks import check_choice
 from .device import get_device, autocast
 from .training import recipe_from
@@ -34,7 +35,7 @@ __all__ = ['log', 'GPUS', 'MEASURED', 'data_status', 'with_recipe', 'probe_secon
 def data_status(specs # BenchmarkSpecs (resolved or not)
                ) -> pd.DataFrame: # one row per (dataset, data_root): present, and why not / how to get it
     "For each dataset the specs read (and data folder): whether it is present here, and if not, why and how to get it"
-    rows = {}
+    load_plugins(); rows = {}
     for s, name in [(s, n) for s in specs for n in (s.dataset, s.unseen) if n in DATASETS]:   # a dataset-made D_u (CIFAKE) too
         k = (name, s.data_root)
         if k in rows: continue

@@ -13,11 +13,11 @@ from .methods import list_methods, method_config, MethodConfig, display_name, is
 
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',
-           'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED', 'CERTAIN_ROWS', 'OURS_AVG_GAP', 'EXTRA_ROWS',
-           'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'metric_row', 'metric_rows', 'higher_better',
-           'extra_rows', 'metric_table', 'gaps_to_gold', 'as_logged', 'aggregate_authors', 'rank_ties', 'cell_authors',
-           'paper_methods', 'best_of', 'shape', 'per_seed', 'certainty', 'standing', 'save_table', 'plot_tau_trace',
-           'plot_entropy']
+           'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED', 'CERTAIN_ROWS', 'OURS_AVG_GAP',
+           'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'metric_row', 'metric_rows',
+           'higher_better', 'extra_rows', 'metric_table', 'gaps_to_gold', 'as_logged', 'aggregate_authors', 'rank_ties',
+           'cell_authors', 'paper_methods', 'best_of', 'shape', 'per_seed', 'certainty', 'standing', 'save_table',
+           'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -75,7 +75,7 @@ def render(table:pd.DataFrame, # a make_table table, ranks in attrs['rank']
     return out
 
 # %% ../nbs/07_report.ipynb #166da342
-def _facts(name:str): return dict.get(METRIC_FNS, name) or METRIC_FNS[name]   # a built-in without completing the registry (this module is imported while it completes)
+def _facts(name:str): return METRIC_FNS[name]   # a built-in is registered with lotus_nb.metric_facts, before anything reads it
 
 def metric_row(name:str # a registered metric (built-in or not)
               ) -> tuple: # (column, scale, digits)
@@ -184,9 +184,8 @@ def paper_methods() -> tuple: # registry names, in column order
     "The paper's columns: the methods registered with `paper=True` (Gold Std and the nine it compares), in the registry's order"
     return tuple(list_methods(paper=True))
 
-def __getattr__(name):   # `PAPER_METHODS`: read from the registry when asked, since the registry completes after this module is imported
-    if name == 'PAPER_METHODS': return paper_methods()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+from .registry import Names
+PAPER_METHODS = Names(paper_methods)   # the paper's columns, read from the registry on every read
 
 PAPER_ROWS = {'Avg Gap': 'avg_gap', 'JSD ×1e4': 'jsd_authors', 'Time (min.)': 'time_min'}   # label -> aggregate_authors's column
 MISSING = '—'   # a cell the paper has and we do not: the method did not run, the block has no benchmark, or the rows lack the column

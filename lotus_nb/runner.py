@@ -19,6 +19,7 @@ from .methods import UnlearnTask, unlearn
 from .metrics import evaluate, reference_outputs, avg_gap, resolve
 from .store import Store, METRICS
 from .benchmark_spec import Prepared, UNSEEN_SOURCES, RUN_ARRAYS
+from .catalog import load_plugins   # the unseen sources and run arrays it looks up: nbs/19a_catalog.ipynb
 
 log = logging.getLogger('lotus_nb')
 
@@ -60,7 +61,7 @@ def seed_context(prep:Prepared,      # the prepared benchmark
                  progress:bool=True  # show training progress bars
                 ) -> SeedContext:
     "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
-    dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, store)
+    load_plugins(); dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, store)
     model, dd, make = prep.spec.model, dataset_defaults(prep.spec.dataset), prep.make_model
     ts = prep.device_splits(seed, dev)
     check_disjoint(ts)   # forget, retain, unseen and test share no item: refused before any training
@@ -110,7 +111,7 @@ def run_seed(prep:Prepared,         # the prepared benchmark
              overlap_attacks:bool=None, # a method's MIA fits run in the background while the next method unlearns; None: on CUDA
             ) -> int:
     "Run every method of `prep` not yet in `store` for `seed`, appending one row each; returns how many rows it wrote"
-    ms = seed if method_seed is None else check_seed(method_seed)
+    load_plugins(); ms = seed if method_seed is None else check_seed(method_seed)
     done = store.done()
     todo = [m for m in methods if prep.ident(m, seed, ms) not in done]
     if not todo: return 0

@@ -89,13 +89,14 @@ def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule 
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
 
 # %% ../nbs/01b_splits.ipynb #a044bd05
-from .registry import Registry   # complete on its first read: nbs/00a_registry.ipynb
-SPLIT_RULES = Registry()
+from .registry import Registry   # a plain table in three layers: nbs/00a_registry.ipynb
+from .catalog import load_plugins   # the built-ins and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
+SPLIT_RULES = Registry('split rule')
 
 def register_split(name:str # the name BenchmarkSpec.split takes
                   ):
     "Decorator: register `rule(data, forget_pct, seed, forget_class, retain_pct, **options) -> Splits` as a split rule"
-    def _inner(f): SPLIT_RULES[name] = f; return f
+    def _inner(f): return SPLIT_RULES.register(name, f)
     return _inner
 
 register_split('random')(dataset_splits)
@@ -105,7 +106,7 @@ def split_rule(name:str,         # a registered rule: 'random' (the paper's), 'v
               ):
     "The rule `name`, with `options` checked against what it takes (unknown names and options are refused, naming the valid ones)"
     import inspect
-    f = SPLIT_RULES[check_choice(name, SPLIT_RULES, 'split rule')]
+    load_plugins(); f = SPLIT_RULES[check_choice(name, SPLIT_RULES, 'split rule')]
     if options is not None and not isinstance(options, dict): raise ValueError(f"split_options must be a dict {{name: value}}, got {options!r}")
     takes = [p for p in list(inspect.signature(f).parameters)[5:]]
     if bad := sorted(set(options or {}) - set(takes)):

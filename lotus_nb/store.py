@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, pandas as pd
-from .registry import builtin_metrics   # the built-in metrics, registered without torch: nbs/00a_registry.ipynb
+from .metric_facts import builtin_metrics   # the built-in metrics, registered without torch: nbs/00c_metric_facts.ipynb
 
 log = logging.getLogger('lotus_nb')
 

@@ -8,6 +8,7 @@ import hashlib, logging, netrc, os
 from pathlib import Path
 from urllib.parse import urlparse
 from .checks import check_choice, optional_import
+from .registry import Registry
 
 log = logging.getLogger('lotus_nb')
 
@@ -15,7 +16,7 @@ log = logging.getLogger('lotus_nb')
 __all__ = ['log', 'TRACKERS', 'Tracker', 'register_tracker', 'make_tracker', 'MLflowTracker', 'wandb_logged_in', 'WandbTracker']
 
 # %% ../nbs/07b_tracking.ipynb #d015cb27
-TRACKERS = {}
+TRACKERS = Registry('tracker')   # a plain table (nbs/00a_registry.ipynb); the built-in trackers are registered below
 
 class Tracker:
     "What a results store logs through: one run per results row, one parent run per benchmark holding its tables and figures"
@@ -47,7 +48,7 @@ class Tracker:
 def register_tracker(name:str # the name the tracking argument takes, e.g. 'mlflow'
                     ):
     "Decorator: register a `Tracker` subclass under `name`"
-    def _inner(cls): cls.name = name; TRACKERS[name] = cls; return cls
+    def _inner(cls): cls.name = name; return TRACKERS.register(name, cls)
     return _inner
 
 def make_tracker(tracking,    # None, a registered name ('mlflow', 'wandb') or a Tracker

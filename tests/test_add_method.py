@@ -4,7 +4,7 @@ runs in a benchmark beside the package's and shows in its tables (issue 29, item
 import json, os, subprocess, sys
 from pathlib import Path
 import pandas as pd
-from conftest import ROOT
+from helpers import ROOT
 
 def recipe() -> str:
     nb = json.loads((ROOT/'nbs'/'04a_new_method.ipynb').read_text())
@@ -14,7 +14,7 @@ def recipe() -> str:
 
 def test_recipe_alone_adds_a_method(tmp_path):
     (tmp_path/'my_method.py').write_text(recipe())
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': ''}          # the installed package; not the checkout's nbs/
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT)}   # the checkout under test (not its nbs/: the script runs outside it)
     r = subprocess.run([sys.executable, 'my_method.py'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-6000:]
     rows = pd.read_csv(tmp_path/'results_uniform'/'results.csv')

@@ -2,7 +2,7 @@
 import shutil, subprocess, sys, tempfile
 from pathlib import Path
 import pytest
-from conftest import papermill, show
+from helpers import papermill, show
 from lotus_nb.benchmark import run_benchmark
 
 @pytest.fixture(scope='module')

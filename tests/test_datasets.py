@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np, pytest, torch
 from PIL import Image
 from fixtures import *
+from helpers import import_graph   # the repository's one import scanner: tools/import_graph.py
 import lotus_nb.data as D, lotus_nb.formats_idx as FI, lotus_nb.formats_cifar as FC, lotus_nb.formats_folders as FF
 import lotus_nb.mufac as MU
 from lotus_nb.data import load_dataset, dataset_defaults
@@ -322,19 +323,20 @@ def test_defaults_of_the_paper_datasets():
                 mufac=('resnet18', 128, 'mufac'), imagenet=('vit_b_16_imagenet', 224, 'none'),
                 digits=('resnet18_small', 8, 'crop'), fashionmnist=('resnet18_small', 28, 'crop_flip'))
     assert {n: (dataset_defaults(n).model, dataset_defaults(n).img_size, dataset_defaults(n).augment) for n in want} == want
-    assert all(dataset_defaults(n).seeds == (3407, 13, 12) for n in D.DATASETS)
+    assert all(dataset_defaults(n).seeds == (3407, 13, 12) for n in D.list_datasets())
 
 def test_registration_is_the_one_source():
     "A dataset's benchmark defaults, official sizes, paper label and stand-in are registered with it, once: a dataset registered from outside the package is seen by benchmark_defaults, the preview, the paper's plans and labels, and the views built from them"
     from lotus_nb.benchmark import BenchmarkSpec, BENCHMARK_DEFAULTS, benchmark_defaults, benchmark_augment
     from lotus_nb.paper_plan import PB, STAND_INS, LABELS, plan_benchmark
     from lotus_nb.preview import _shape
-    @D.register_dataset('outside', model='resnet18_small', img_size=20, augment='flip', train_images=700, heldout_images=70, num_classes=7,
-                        in_chans=1, label='Out-7', in_paper=True, stand_in='digits',
-                        benchmark=dict(train_size=350, img_size=10, recipe=dict(epochs=3, batch_size=32, patience=None)),
-                        benchmark_by_arch={'vit': dict(augment='none', method_overrides={'lotus': {'alpha': 4.}})})
-    def load_outside(root=None, download=True): raise FileNotFoundError('outside: never here')
-    try:
+    from lotus_nb.registry import registered
+    with registered(D.DATASETS):                          # registered for this block only
+        @D.register_dataset('outside', model='resnet18_small', img_size=20, augment='flip', train_images=700, heldout_images=70, num_classes=7,
+                            in_chans=1, label='Out-7', in_paper=True, stand_in='digits',
+                            benchmark=dict(train_size=350, img_size=10, recipe=dict(epochs=3, batch_size=32, patience=None)),
+                            benchmark_by_arch={'vit': dict(augment='none', method_overrides={'lotus': {'alpha': 4.}})})
+        def load_outside(root=None, download=True): raise FileNotFoundError('outside: never here')
         rn, vit = benchmark_defaults('outside', 'resnet18_small'), benchmark_defaults('outside', 'vit_small')
         assert (rn['train_size'], rn['img_size'], rn['recipe'].epochs, rn['method_overrides']) == (350, 10, 3, {})
         assert (vit['augment'], vit['method_overrides']) == ('none', {'lotus': {'alpha': 4.}})
@@ -345,7 +347,6 @@ def test_registration_is_the_one_source():
         pb = PB('outside', 'resnet18')
         assert plan_benchmark(pb, 'paper').label == 'RN18 / Out-7'
         p = plan_benchmark(pb, 'embedded'); assert (p.spec.dataset, p.label) == ('digits', 'RN18-small / digits (for Out-7)')
-    finally: del D.DATASETS['outside']
     assert 'outside' not in BENCHMARK_DEFAULTS and 'outside' not in STAND_INS and 'outside' not in LABELS
 
 def test_fashionmnist_dataset_and_benchmark_settings():
@@ -441,25 +442,19 @@ def test_split_interface():
     assert probes == [], f"the split interface probed with hasattr: {probes}"
 
 def _imports_of(path: Path) -> set:
-    "The lotus_nb modules `path` imports, anywhere in the file"
-    out = set()
-    for n in ast.walk(ast.parse(path.read_text())):
-        if isinstance(n, ast.ImportFrom) and n.level: out |= {n.module.split('.')[0]} if n.module else {a.name for a in n.names}
-        elif isinstance(n, ast.ImportFrom) and (n.module or '').startswith('lotus_nb'):
-            out |= {n.module.split('.')[1]} if '.' in n.module else {a.name for a in n.names}
-        elif isinstance(n, ast.Import): out |= {a.name.split('.')[1] for a in n.names if a.name.startswith('lotus_nb.')}
-    return out
+    "The lotus_nb modules `path` imports, anywhere in the file (the repository's one scanner: tools/import_graph.py)"
+    return {d for d, _ in import_graph.arrows(path, import_graph.modules(path.parent))}
 
 def test_data_parts_import_one_way():
-    "The data core imports no other lotus_nb module but the ground floor below it (registry, checks) (so no reader), nothing but tests and notebooks imports lotus_nb.testing"
+    "The data core imports no other lotus_nb module but the floors below it (registry, catalog, checks) (so no reader), nothing but tests and notebooks imports lotus_nb.testing"
     pkg = Path(D.__file__).parent
-    assert _imports_of(pkg/'data.py') == {'registry', 'checks'}   # Registry: the dicts the readers fill (nbs/00a_registry.ipynb); the checks of user input (00b_checks)
-    assert _imports_of(pkg/'registry.py') == set()            # which imports no lotus_nb module (the catalog by name, on first read)
+    assert _imports_of(pkg/'data.py') == {'registry', 'catalog', 'checks'}   # Registry: the tables the readers fill (nbs/00a_registry.ipynb); the loader its resolvers call (19a_catalog); the checks of user input (00b_checks)
+    assert _imports_of(pkg/'registry.py') == set()            # which imports no lotus_nb module
     assert _imports_of(pkg/'checks.py') == set()              # nor do the checks
     importers = sorted(p.name for p in pkg.glob('*.py') if p.stem not in ('testing', '_modidx') and 'testing' in _imports_of(p))
     assert importers == [], f"runtime modules import lotus_nb.testing: {importers}"
-    code = ("import sys, lotus_nb.benchmark, lotus_nb.grid; from lotus_nb.data import DATASETS; "
-            "print('lotus_nb.testing' in sys.modules, ','.join(sorted(DATASETS)))")
+    code = ("import sys, lotus_nb.benchmark, lotus_nb.grid; from lotus_nb.data import list_datasets; "   # list_datasets loads every reader
+            "names = ','.join(sorted(list_datasets())); print('lotus_nb.testing' in sys.modules, names)")
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split() == ['False', 'cifake,cifar10,cifar100,digits,fashionmnist,imagenet,mufac,tinyimagenet'], res.stdout

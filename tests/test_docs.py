@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
+import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
 PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
 no_chromium = pytest.mark.skipif(not Path(bd.CHROMIUM).exists(),
@@ -96,8 +97,8 @@ def test_links_and_slugs():
     "Notebook links become nbdev's page names, site links become relative, headings get Pandoc's ids"
     assert bd.page_name('05_lotus.ipynb') == 'lotus.html' and bd.page_name('index') == 'index.html'
     assert bd.slug('Seen vs unseen: entropy and accuracy on a trained model') == 'seen-vs-unseen-entropy-and-accuracy-on-a-trained-model'
-    cfg = bd.settings()
-    site = cfg['doc_host'] + cfg['doc_baseurl']
+    cfg = bd.config()
+    site = cfg.doc_host + cfg.doc_baseurl
     out = bd.link_html(f'<h2>Eq. (12), as printed</h2><a href="05_lotus.ipynb#the-authors-stop">a</a>'
                        f'<a href="{site}/metrics.html#evaluate">b</a><a href="https://pytorch.org/x.ipynb">c</a>')
     assert 'href="lotus.html#the-authors-stop"' in out and 'href="metrics.html#evaluate"' in out
@@ -223,7 +224,7 @@ def test_sidebar_lists_every_notebook():
     import yaml
     flat = json.dumps(yaml.safe_load((bd.nbs_path()/'sidebar.yml').read_text()))
     assert not any(x in flat for x in ('.yml', '.css')), flat
-    assert bd.settings().get('custom_sidebar') == 'True'
+    assert bd.config().custom_sidebar is True
 
 def test_page_names_unique():
     "No two notebooks are rendered to the same page"
@@ -248,7 +249,7 @@ def test_readme_links_resolve():
     assert len(rel) > 20, rel
     missing = [l for l in rel if not (ROOT/l.split('#')[0]).exists()]
     assert missing == [], f"README.md links to files that do not exist: {missing}"
-    host = re.sub(r'^https?://', '', bd.settings()['doc_host']).rstrip('/')
+    host = re.sub(r'^https?://', '', bd.config().doc_host).rstrip('/')
     assert host and not [l for l in links if host in l], f"README.md links to {host}, which is not published"
     # the site is named only as the deploy workflow's, for the repository it runs in
     for para in text.split('\n\n'):
@@ -278,7 +279,7 @@ def test_test_workflow():
     readme = (ROOT/'README.md').read_text(encoding='utf-8')
     cmd = 'bash tools/setup.sh && python -m pytest tests'
     assert cmd in readme and cmd in _runs(job).splitlines()
-    assert bd.settings()['min_python'] == '3.11'
+    assert bd.config().min_python == '3.11'
 
 def test_deploy_workflow():
     "The docs deploy builds the site with Quarto (nbdev_docs) on a push to main and pushes _docs to gh-pages"
@@ -288,9 +289,9 @@ def test_deploy_workflow():
     (job,) = wf['jobs'].values()
     runs = _runs(job)
     assert 'nbdev_docs' in runs.split() and 'pip install -e ".[dev]"' in runs
-    assert any(s.get('with', {}).get('python-version') == bd.settings()['min_python'] for s in job['steps'])
+    assert any(s.get('with', {}).get('python-version') == bd.config().min_python for s in job['steps'])
     (pub,) = [s for s in job['steps'] if s.get('uses', '').startswith('peaceiris/actions-gh-pages@')]
-    assert pub['with']['publish_dir'] == './' + bd.settings()['doc_path'] and pub['with']['publish_branch'] == 'gh-pages'
+    assert pub['with']['publish_dir'] == './' + bd.config().doc_path.relative_to(bd.ROOT).as_posix() and pub['with']['publish_branch'] == 'gh-pages'
     # a fork's site points at the fork: settings.ini's doc_host and doc_baseurl are rewritten before the build
     steps = [s.get('run', '') for s in job['steps']]
     i_fork = next(i for i, r in enumerate(steps) if 'doc_host' in r and 'settings.ini' in r)
@@ -330,12 +331,11 @@ def unbound_in_show_doc_run(nb_path) -> list:
             warnings.simplefilter('ignore')
             if c.cell_type != 'code' or not _do_eval(c): continue
         tree = ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
-        here = set()
+        here = {b for i in import_graph.scan_tree(tree) for b in i.bound}   # what its imports bind: the repository's one scanner
         for n in ast.walk(tree):
             if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)): here.add(n.id)
             elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): here.add(n.name)
             elif isinstance(n, ast.arg): here.add(n.arg)
-            elif isinstance(n, (ast.Import, ast.ImportFrom)): here |= {(a.asname or a.name).split('.')[0] for a in n.names}
             elif isinstance(n, ast.ExceptHandler) and n.name: here.add(n.name)
             elif isinstance(n, (ast.Global, ast.Nonlocal)): here |= set(n.names)
         reads = set()

@@ -1,7 +1,7 @@
 "The committed package is exactly what nbdev_export writes from the notebooks"
 import filecmp, shutil
 from pathlib import Path
-from conftest import ROOT, run, script, show
+from helpers import ROOT, run, script, show
 
 def files(d: Path) -> set:
     return {p.relative_to(d) for p in d.rglob('*') if p.is_file() and '__pycache__' not in p.parts}

@@ -1,10 +1,11 @@
 "The fast path (fused optimisers, no host sync, CUDA graphs) trains to the same weights as the plain path, and its switch turns it off"
 import contextlib, os, subprocess, sys
 import numpy as np, pytest, torch
-from conftest import ROOT
+from helpers import ROOT
 from lotus_nb.training import (FAST, FAST_STATS, fast_path, fast_enabled, train_epoch, ce_loss, new_optimizer, accuracy_of,
                                fit, Recipe, set_seed, to_device)
-from lotus_nb.methods import demo_task, unlearn, make_optimizer, method_config, UnlearnTask
+from lotus_nb.methods import unlearn, make_optimizer, method_config, UnlearnTask
+from lotus_nb.demo import demo_task
 from lotus_nb.models import create_model
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')

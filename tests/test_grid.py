@@ -1,7 +1,7 @@
 "The grid on Ray (a local instance on 2 CPUs) writes the same rows as the local executor under the default environment (the package sets the threads), and papermill passes the executor"
 import pandas as pd
 import pytest, torch
-from conftest import papermill, read_rows, show, outputs
+from helpers import papermill, read_rows, show, outputs
 from lotus_nb.benchmark import BenchmarkSpec
 from lotus_nb.store import METRICS, KEY
 from lotus_nb.grid import run_grid
@@ -106,7 +106,7 @@ def test_papermill_dry_run_and_recipe(tmp_path):
 
 def test_paper_dry_run(tmp_path):
     "paper.ipynb -p dry_run true previews every grid of the paper (its tables and the notebooks it runs), writes nothing, runs no notebook"
-    from conftest import run_nb
+    from helpers import run_nb
     res = run_nb('paper', tmp_path/'p.ipynb', '-p', 'scale', 'embedded', '-y', 'datasets: [digits]', '-y', 'seeds: [1]', '-p', 'dry_run', 'true',
                  '-p', 'out_dir', tmp_path/'out', '-p', 'device', 'cpu')
     assert res.returncode == 0, show(res)

@@ -2,7 +2,7 @@
 import os, signal, subprocess, sys, time
 import pandas as pd
 import pytest
-from conftest import ROOT, read_rows
+from helpers import ROOT, read_rows
 from lotus_nb.benchmark import run_benchmark
 
 SEEDS, METHODS = [1, 2, 3], ['original', 'gold', 'finetune', 'lotus']

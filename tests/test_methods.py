@@ -1,7 +1,8 @@
 "Every registered method, on tiny data: the original is left untouched, the result is a new model in eval mode, no batch of size 1"
 import dataclasses
 import pytest, torch
-from lotus_nb.methods import list_methods, method_config, unlearn, demo_task
+from lotus_nb.methods import list_methods, method_config, unlearn
+from lotus_nb.demo import demo_task
 from lotus_nb.training import Recipe
 
 EXPECTED = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir',

@@ -1,5 +1,5 @@
 "Every notebook's tests pass (nbdev_test; `slow`/`cuda` cells and skip_exec notebooks are skipped by nbdev)"
-from conftest import run, script, show, ONE_THREAD
+from helpers import run, script, show, ONE_THREAD
 
 # One torch thread per worker: two workers each spinning a per-core OpenMP pool on a 2-core machine run
 # the notebooks ~15x slower (minutes instead of seconds).

@@ -6,7 +6,7 @@ notebook whose run fails untouched and names the cell; what it writes survives n
 import json, shutil, sys
 from pathlib import Path
 import nbformat, pytest
-from conftest import ROOT, run, script, show
+from helpers import ROOT, run, script, show
 
 sys.path.insert(0, str(ROOT/'tools'))
 import refresh_outputs as ro
@@ -171,8 +171,8 @@ def test_normalise_rules():
 
 def test_nbdev_clean_keeps_outputs():
     "settings.ini keeps outputs under nbdev_clean (clear_all = False) and nbdev runs no hook that strips them"
-    cfg = ro.settings()
-    assert cfg.get('clear_all') == 'False' and cfg.get('jupyter_hooks') == 'False'
+    cfg = ro.config()   # nbdev's reading of settings.ini
+    assert cfg.clear_all is False and cfg.jupyter_hooks is False
 
 def test_edit_during_run_is_kept(tmp_path, monkeypatch):
     "A notebook edited while it ran is not overwritten with the outputs of its old source"

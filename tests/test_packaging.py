@@ -6,7 +6,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 import lotus_nb
-from conftest import ROOT, run, show
+from helpers import ROOT, run, show
 
 def settings():
     cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
@@ -16,8 +16,8 @@ def engine_extras(cfg) -> dict:
     return {k[len('extra_requirements_'):]: shlex.split(v) for k, v in cfg.items() if k.startswith('extra_requirements_')}
 
 def changelog_version(text: str) -> str:
-    "The version of the CHANGELOG's top entry (its first `## <version>` heading)"
-    m = re.search(r'^##\s+\[?v?(\d+(?:\.\d+)+\S*?)\]?(?:\s|$)', text, re.M)
+    "The version of the CHANGELOG's top released entry (its first `## <version>` heading not marked `(unreleased)`)"
+    m = re.search(r'^##\s+\[?v?(\d+(?:\.\d+)+\S*?)\]?(?:[ \t]+(?!\(unreleased\))[^\n]*)?$', text, re.M)
     assert m, "CHANGELOG.md has no '## <version>' entry"
     return m.group(1)
 
@@ -27,6 +27,7 @@ def test_version_single_source():
     assert lotus_nb.__version__ == version, (lotus_nb.__version__, version)
     assert changelog_version((ROOT/'CHANGELOG.md').read_text(encoding='utf-8')) == version
     assert changelog_version("# Changelog\n\n## 1.2.0\n\n- x\n\n## 1.1.0\n") == '1.2.0'   # the top entry wins
+    assert changelog_version("# Changelog\n\n## 1.3.0 (unreleased)\n\n- y\n\n## 1.2.0\n\n- x\n") == '1.2.0'   # ... once released
 
 def test_readme_is_generated_from_index(tmp_path):
     "README.md is what tools/make_readme.py (nbdev_readme's processors, without Quarto) makes of nbs/index.ipynb"

@@ -2,7 +2,7 @@
 import json
 import pandas as pd
 import pytest
-from conftest import run_nb, show, read_rows
+from helpers import run_nb, show, read_rows
 from lotus_nb.store import KEY, METRICS
 
 # every table and figure of PROTOCOL section 8

@@ -6,7 +6,7 @@ from lotus_nb.methods import display_name
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_nb, outputs, show, read_rows
+from helpers import run_nb, outputs, show, read_rows
 from fixtures import write_cifar10, write_mufac
 from lotus_nb.data import HOW_TO_GET
 

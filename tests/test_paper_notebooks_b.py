@@ -5,7 +5,7 @@ from lotus_nb.report import PAPER_METHODS, MISSING
 from lotus_nb.methods import display_name
 import pandas as pd
 import pytest
-from conftest import run_nb, outputs, show, read_rows
+from helpers import run_nb, outputs, show, read_rows
 from lotus_nb.store import Store, row_id
 from fixtures import write_cifar10, write_cifake
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, EXPERIMENTS_NB, ONE_THREAD, papermill, read_rows, show, run, run_nb, outputs
+from helpers import ROOT, EXPERIMENTS_NB, ONE_THREAD, papermill, read_rows, show, run, run_nb, outputs
 from lotus_nb.store import COLUMNS
 from lotus_nb.methods import list_methods
 from lotus_nb.methods import display_name

@@ -1,6 +1,9 @@
 """A package outside lotus_nb adds a method, a dataset and a metric by declaring entry points, and they show up in the registry,
 the tables, `evaluate` and `unlearn` with no change to lotus_nb; a broken plugin is skipped with a warning that names it (issue 20, item 2).
-The plugin is a real distribution, built and installed (offline) into a virtual environment that sees this interpreter's packages."""
+The plugin is a real distribution, built and installed (offline) into a virtual environment that sees this interpreter's packages.
+
+A plugin package named `lotus_nb_extra` that registers a method under a built-in's name wins over the built-in, and your own
+registration (a notebook's: a fresh interpreter's `__main__`) wins over both, whichever is imported or loaded first (issue 36)."""
 import os, subprocess, sys, textwrap, venv
 from pathlib import Path
 import pytest
@@ -67,7 +70,8 @@ FILES = {
 CHECK = '''
 import warnings, torch
 from lotus_nb.catalog import PLUGINS
-from lotus_nb.methods import list_methods, display_name, unlearn, demo_task
+from lotus_nb.methods import list_methods, display_name, unlearn
+from lotus_nb.demo import demo_task
 from lotus_nb.data import DATASETS
 from lotus_nb.metrics import evaluate, list_metrics
 from lotus_nb.paper_tables import table_hyperparams
@@ -110,3 +114,79 @@ def test_this_interpreter_has_no_plugin():
     "The plugin went into the venv only: the interpreter running the tests still has the paper's twelve methods"
     from lotus_nb.methods import list_methods
     assert 'noop' not in list_methods()
+
+# ---------------------------------------------------------------- precedence: yours, then a plugin's, then lotus_nb's (issue 36)
+
+EXTRA = {   # an installed distribution as importlib.metadata finds one: its package and its dist-info, in a folder on the path
+    'lotus_nb_extra/__init__.py': '',
+    'lotus_nb_extra/methods.py': '''
+        from lotus_nb.methods import register_method, Unlearned, frozen
+
+        @register_method('lotus', display='LoTUS (extra)', order=10, paper=True)
+        def lotus(original, task, cfg, progress=True):
+            "The plugin's own 'lotus': a frozen copy of the original"
+            return Unlearned(frozen(original), {'by': 'lotus_nb_extra'})
+        ''',
+    'lotus_nb_extra-0.1.dist-info/METADATA': '''
+        Metadata-Version: 2.1
+        Name: lotus_nb_extra
+        Version: 0.1
+        ''',
+    'lotus_nb_extra-0.1.dist-info/entry_points.txt': '''
+        [lotus_nb.methods]
+        extra = lotus_nb_extra.methods
+        ''',
+}
+
+MINE = '''
+from lotus_nb.methods import register_method, Unlearned, frozen
+@register_method('lotus', display='Mine')
+def mine(original, task, cfg, progress=True): return Unlearned(frozen(original), {'by': 'mine'})
+'''
+PLUGIN = 'import lotus_nb_extra.methods\n'    # the user imports the plugin's module by hand
+BUILTIN = 'import lotus_nb.lotus\n'           # ... or lotus_nb's own LoTUS chapter
+LOAD = 'from lotus_nb.methods import list_methods; list_methods()\n'   # a function that resolves a name: loads the built-ins, then the plugins
+ALL = 'from lotus_nb.all import *\n'
+REPORT = '''
+import torch
+from torch.utils.data import TensorDataset, Subset
+from lotus_nb.methods import METHODS, list_methods, unlearn, UnlearnTask
+from lotus_nb.catalog import PLUGINS
+tds = TensorDataset(torch.randn(8, 1, 2, 2), torch.arange(8) % 2)
+model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 2))
+r = unlearn('lotus', model, UnlearnTask(Subset(tds, range(2)), Subset(tds, range(2, 8))), progress=False)
+print(METHODS['lotus'].display, '|', METHODS.layer('lotus'), '|', r.record['by'], '|', len(list_methods()), '|', PLUGINS['lotus_nb.methods'])
+'''
+ORDERS = {   # what a fresh interpreter runs before REPORT -> (the winner's display name, its layer, who unlearned)
+    'plugin loaded': (LOAD, ('LoTUS (extra)', 'plugin', 'lotus_nb_extra')),
+    'plugin imported, then built-in': (PLUGIN + BUILTIN, ('LoTUS (extra)', 'plugin', 'lotus_nb_extra')),
+    'built-in imported, then plugin': (BUILTIN + PLUGIN, ('LoTUS (extra)', 'plugin', 'lotus_nb_extra')),
+    'all': (ALL, ('LoTUS (extra)', 'plugin', 'lotus_nb_extra')),
+    'mine, then everything loaded': (MINE + LOAD, ('Mine', 'user', 'mine')),
+    'everything loaded, then mine': (LOAD + MINE, ('Mine', 'user', 'mine')),
+    'all, then mine': (ALL + MINE, ('Mine', 'user', 'mine')),
+    'plugin imported, then mine': (PLUGIN + MINE, ('Mine', 'user', 'mine')),
+    'mine, then plugin imported': (MINE + PLUGIN, ('Mine', 'user', 'mine')),
+    'mine, then built-in, then plugin': (MINE + BUILTIN + PLUGIN, ('Mine', 'user', 'mine')),
+    'plugin, then built-in, then mine': (PLUGIN + BUILTIN + MINE, ('Mine', 'user', 'mine')),
+}
+
+@pytest.fixture(scope='module')
+def extra_path(tmp_path_factory):
+    "A folder holding the `lotus_nb_extra` package and its dist-info (entry point lotus_nb.methods), for a PYTHONPATH"
+    tmp = tmp_path_factory.mktemp('extra')
+    for name, text in EXTRA.items():
+        (tmp/name).parent.mkdir(parents=True, exist_ok=True); (tmp/name).write_text(textwrap.dedent(text).lstrip())
+    return tmp
+
+def test_yours_then_a_plugins_then_lotus_nbs(extra_path):
+    "In every order of import, registration and loading, the plugin's 'lotus' wins over lotus_nb's and yours over both (in lookup, layer and unlearn)"
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': os.pathsep.join([str(extra_path), str(ROOT)])}
+    procs = {k: subprocess.Popen([sys.executable, '-c', code + REPORT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=extra_path)
+             for k, (code, _) in ORDERS.items()}
+    for k, p in procs.items():
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, f"{k}: {err[-3000:]}"
+        display, layer, by, n, loaded = [x.strip() for x in out.strip().splitlines()[-1].split('|')]
+        assert (display, layer, by) == ORDERS[k][1], (k, out)
+        assert n == '12' and loaded == "['extra']", (k, out)   # the same twelve names (an entry replaced, none added); the entry point loaded

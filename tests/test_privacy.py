@@ -4,7 +4,7 @@ import json, re, sys
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, run, show
+from helpers import ROOT, run, show
 from lotus_nb.privacy import PRIVACY_ROWS
 from lotus_nb.methods import display_name
 

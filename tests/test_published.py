@@ -3,7 +3,7 @@ from the .tex and against the source re-parsed; the stored file ships with the p
 `jsd_authors` was a column still reads and appends in line; published values are never compared with stand-ins."""
 import math, subprocess
 import numpy as np, pandas as pd, pytest
-from conftest import ROOT
+from helpers import ROOT
 from lotus_nb.published import (TABLES, DATA_FILE, published, read_published, parse_paper, paper_tex, ours_long, compare_published)
 from lotus_nb.store import COLUMNS, KEY, Store
 

@@ -14,7 +14,7 @@ import os, signal, socket, subprocess, sys, tempfile, time, shutil
 from pathlib import Path
 import pandas as pd
 import pytest
-from conftest import ROOT, read_rows
+from helpers import ROOT, read_rows
 from lotus_nb.store import KEY, METRICS
 
 ray = pytest.importorskip('ray')

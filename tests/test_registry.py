@@ -1,10 +1,12 @@
 """The method registry owns every fact about a method: its role, its column, its label. Outside a method's own module no code
-compares a method's name with a literal, and the modules import each other without loops (issue 20, item 2)."""
-import ast, os, subprocess, sys, warnings
+compares a method's name with a literal, and a registry imports nothing (issue 20, item 2; issue 36: the import graph itself is
+tests/test_imports.py's)."""
+import ast, os, subprocess, sys
 from pathlib import Path
 import pytest
 import lotus_nb
 from lotus_nb.methods import METHODS, ROLES, list_methods, role_method, method_role, is_reference, display_name
+from helpers import import_graph   # the repository's one import scanner: tools/import_graph.py
 
 PKG = Path(lotus_nb.__file__).parent
 PAPER = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus',
@@ -13,6 +15,7 @@ COMPARE = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 def method_modules() -> set:
     "Stems of the lotus_nb modules that define a registered method: the only places a method may name itself"
+    list_methods()   # the built-ins loaded (load_plugins), as any function that resolves a name loads them
     return {f.__module__.split('.')[-1] for f in METHODS.values() if f.__module__.startswith('lotus_nb.')}
 
 def _strings(node) -> list:
@@ -26,9 +29,7 @@ def _asks_role(node) -> bool:
     return any(isinstance(e, ast.Call) and getattr(e.func, 'id', getattr(e.func, 'attr', None)) == 'method_role'
                or isinstance(e, ast.Attribute) and e.attr == 'role' for e in [node.left, *node.comparators])
 
-def _parse(src:str):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore'); return ast.parse(src)   # a module's invalid escapes (a docstring's \m) are not this test's business
+def _parse(src:str): return import_graph.parse(src)   # warnings silenced: a module's invalid escapes (a docstring's \m) are not this test's business
 
 def literal_method_names(src:str, names:set) -> list:
     "`(line, code, names)` of each comparison, `.isin`/`.get` call or subscript of `src` that uses a literal method name"
@@ -79,29 +80,13 @@ def test_roles_and_order():
     assert display_name('gold') == 'Gold Std' and display_name('not_a_method') == 'not_a_method'
     with pytest.raises(ValueError, match='expected exactly one'): role_method('method')
 
-def _imports(path:Path) -> set:
-    "The lotus_nb modules that `path` imports at module level (not inside functions)"
-    out = set()
-    for n in _parse(path.read_text()).body:
-        if isinstance(n, ast.ImportFrom) and (n.level or (n.module or '').startswith('lotus_nb')):
-            mod = (n.module or '').removeprefix('lotus_nb').lstrip('.')
-            out |= {mod} if mod else {a.name for a in n.names}
-        elif isinstance(n, ast.Import): out |= {a.name.split('.')[1] for a in n.names if a.name.startswith('lotus_nb.')}
-    return {m.split('.')[0] for m in out} & {p.stem for p in PKG.glob('*.py')}
-
-def test_no_import_loops():
-    "The registries import nothing that registers into them, and the module-level import graph has no cycle"
-    graph = {p.stem: _imports(p) for p in PKG.glob('*.py') if p.stem != '__init__'}
-    assert not graph['methods'] & method_modules(), "methods imports a method module"
-    assert [m for m, deps in graph.items() if 'catalog' in deps] == [], "only lotus_nb/__init__.py imports the catalog"
-    state = {}
-    def visit(m, path):
-        if state.get(m) == 'done': return
-        assert state.get(m) != 'open', f"import loop: {' -> '.join(path + [m])}"
-        state[m] = 'open'
-        for d in sorted(graph.get(m, ())): visit(d, path + [m])
-        state[m] = 'done'
-    for m in sorted(graph): visit(m, [])
+def test_registries_import_nothing():
+    "A registry imports nothing: lotus_nb.registry imports no lotus_nb module, at its top or inside a function; the catalog's loader is the one place the registering modules are loaded (by name), and the method interface imports no method"
+    g = import_graph.graph()
+    assert (g['registry']['top'], g['registry']['lazy'], g['registry']['by_name']) == ([], [], []), g['registry']
+    assert g['catalog']['top'] == ['registry'] and g['catalog']['lazy'] == [], g['catalog']
+    assert not (set(g['methods']['top']) | set(g['methods']['lazy'])) & method_modules(), "methods imports a method module"
+    assert [m for m, v in g.items() if not m.startswith('__') and v['loader'] and m != 'catalog'] == []
 
 def test_fresh_process_has_every_method():
     "Whatever module a process imports first, the registry is complete (a Ray worker's `unlearn('lotus', ...)` too), with no import loop"

@@ -4,12 +4,12 @@
 into `pip install "lotus_nb[<extra>]"`. The only exceptions are the commented lists below: packages a library
 imports on our behalf (INDIRECT), imports with an ImportError fallback (SOFT) and extras whose feature is not written
 yet (PENDING_EXTRAS). The test reads whatever modules lotus_nb/ holds when it runs."""
-import ast, configparser, functools, importlib.metadata as md, re, shlex, sys
+import configparser, functools, importlib.metadata as md, re, shlex, sys
 from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from conftest import ROOT
+from helpers import ROOT, import_graph   # the repository's one import scanner: tools/import_graph.py
 
 LIB = ROOT/'lotus_nb'
 
@@ -60,55 +60,30 @@ def dists_of(module: str) -> set:
     if found: return {canonicalize_name(d) for d in found}
     pytest.fail(f"cannot tell which distribution provides {module!r}: install it or add it to IMPORT_TO_DIST")
 
-def is_optional_import(node) -> bool:
-    f = getattr(node, 'func', None)
-    return isinstance(node, ast.Call) and (getattr(f, 'id', None) == 'optional_import' or getattr(f, 'attr', None) == 'optional_import')
-
-def optional_calls(tree, where: str) -> list:
-    "(module, extra, where) of each optional_import('<module>', '<extra>') call in `tree`"
-    out = []
-    for n in ast.walk(tree):
-        if not is_optional_import(n): continue
-        args = dict(zip(['module', 'extra'], n.args)) | {k.arg: k.value for k in n.keywords if k.arg}
-        vals = [args.get(k) for k in ('module', 'extra')]
-        if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in vals):
-            pytest.fail(f"{where}:{n.lineno}: optional_import needs literal strings (module, extra) so that they can be checked")
-        out.append((vals[0].value, vals[1].value, f"{where}:{n.lineno}"))
-    return out
-
-def catches_import_error(handler) -> bool:
-    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(getattr(n, 'id', None) in ('ImportError', 'ModuleNotFoundError') for n in names)
-
 def scan(lib: Path = LIB):
-    """Third-party imports of the modules in `lib`: (static, optional, soft). `static` maps each top-level module
-    imported with `import`/`from` (at any depth) to the places it is imported, except where the enclosing function
-    calls optional_import for it; `optional` lists the (module, extra, place) of every optional_import call;
-    `soft` maps the modules imported in the body of a `try` that catches ImportError to their places."""
+    """Third-party imports of the modules in `lib`, read by the repository's one import scanner (tools/import_graph.py):
+    (static, optional, soft). `static` maps each top-level module imported with `import`/`from` or `import_module` on a
+    literal name (at any depth) to the places it is imported, except where the enclosing function calls optional_import
+    for it; `optional` lists the (module, extra, place) of every optional_import call; `soft` maps the modules imported
+    in the body of a `try` that catches ImportError (within the same function) to their places."""
     static, optional, soft = {}, [], {}
     files = sorted(lib.glob('*.py'))
     assert files, f"no modules in {lib}"
     for path in files:
         where = f"lotus_nb/{path.name}"
-        tree = ast.parse(path.read_text(encoding='utf-8'), filename=str(path))
-        parent = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
-        optional += optional_calls(tree, where)
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Import): mods = [a.name for a in n.names]
-            elif isinstance(n, ast.ImportFrom) and n.level == 0: mods = [n.module]
-            else: continue
-            for m in {m.split('.')[0] for m in mods}:
-                if m in sys.stdlib_module_names or m == 'lotus_nb': continue
-                # guarded: inside a function that calls optional_import for the same module
-                p = parent.get(n)
-                while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)): p = parent.get(p)
-                if p is not None and any(mod.split('.')[0] == m for mod, _, _ in optional_calls(p, where)): continue
-                # soft: in the body of a `try` (within the same function) that has an ImportError handler
-                child, p, is_soft = n, parent.get(n), False
-                while p is not None and not isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    if isinstance(p, ast.Try) and child in p.body and any(catches_import_error(h) for h in p.handlers if h.type): is_soft = True
-                    child, p = p, parent.get(p)
-                (soft if is_soft else static).setdefault(m, []).append(f"{where}:{n.lineno}")
+        imps = import_graph.scan_file(path)
+        opt = [i for i in imps if i.how == 'optional_import']
+        for i in opt:
+            if i.module is None or i.via is None:
+                pytest.fail(f"{where}:{i.line}: optional_import needs literal strings (module, extra) so that they can be checked")
+            optional.append((i.module, i.via, f"{where}:{i.line}"))
+        for i in imps:
+            if i.how not in ('import', 'from', 'import_module') or i.relative: continue
+            m = i.module.split('.')[0]
+            if m in sys.stdlib_module_names or m == 'lotus_nb': continue
+            # guarded: inside a function that calls optional_import for the same module
+            if i.scope is not None and any(o.module.split('.')[0] == m and (o.scope == i.scope or (o.scope or '').startswith(i.scope + '.')) for o in opt): continue
+            (soft if i.soft else static).setdefault(m, []).append(f"{where}:{i.line}")
     return static, optional, soft
 
 def test_scan_sees_imports_everywhere(tmp_path):

@@ -2,7 +2,7 @@
 `__main__` (a notebook, `python -c`): `nbdev_proc_nbs` printed `AttributeError: Can't get attribute 'Flipped' on <module '__main__'>`.
 lotus_nb reads such a dataset without workers (`lotus_nb.spawning.spawn_safe`), with a WorkersWarning saying why."""
 import sys
-from conftest import ROOT, run, show
+from helpers import ROOT, run, show
 
 # run by `python -c`: its __main__ has no file, as a notebook's has none, so a spawned worker cannot define Flipped
 SCRIPT = r'''

@@ -2,7 +2,7 @@
 import os, signal, subprocess, sys, textwrap, time
 import pandas as pd
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from lotus_nb.store import Store, row_id
 
 def row(i, **kw):

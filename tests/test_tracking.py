@@ -1,7 +1,7 @@
 "Experiment trackers end to end: run_benchmark and run_grid log one run per results row (MLflow's SQLite store and a file store, W&B offline), a rerun logs none twice, a row the tracker missed is logged at the next run"
 import os
 import pytest
-from conftest import read_rows
+from helpers import read_rows
 from lotus_nb.benchmark import run_benchmark, BenchmarkSpec
 from lotus_nb.grid import run_grid
 from lotus_nb.store import Store

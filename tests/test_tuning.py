@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 import optuna
 from optuna.trial import TrialState
-from conftest import ROOT, ONE_THREAD, run_nb, show, read_rows
+from helpers import ROOT, ONE_THREAD, run_nb, show, read_rows
 from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, prepare
-from lotus_nb.methods import list_methods, method_config, unlearn, demo_task, METHODS
+from lotus_nb.methods import list_methods, method_config, unlearn, METHODS
+from lotus_nb.demo import demo_task
 from lotus_nb.tuner import search_space, suggest, validation_spec, storage_url, counted, tune, tuned_overrides
 
 SEEDS = [3407, 13, 12]

@@ -9,7 +9,7 @@ starts from none of them)."""
 import base64, json, shutil, sys
 from pathlib import Path
 import pytest
-from conftest import ROOT, run, script, show
+from helpers import ROOT, run, script, show
 
 sys.path.insert(0, str(ROOT/'tools'))
 import refresh_outputs as ro

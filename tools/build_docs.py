@@ -29,22 +29,18 @@ the site), a cell that raised. With Quarto, `nbdev_docs` still builds the site f
     python tools/build_docs.py --pages index --check --screenshots docs/screenshots
 """
 from __future__ import annotations
-import argparse, configparser, html, json, multiprocessing as mp, os, re, shutil, sys, time
+import argparse, html, json, multiprocessing as mp, os, re, shutil, sys, time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _nbtools import ROOT, config, skip_flags, skip_cell   # nbdev's config and the cell-skip rule refresh_outputs shares
 SITE = ROOT/'_site'
 MATHJAX_DIRS = ('/usr/share/javascript/mathjax', '/usr/share/mathjax')   # Debian's libjs-mathjax (MathJax 2)
 MATHJAX_CDN = 'https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/MathJax.js'
 MATHJAX_CONFIG = '?config=TeX-AMS_CHTML-full,Safe'
 CHROMIUM = os.environ.get('CHROMIUM', '/usr/bin/chromium')
 
-def settings() -> configparser.SectionProxy:
-    "settings.ini's `[DEFAULT]` section"
-    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
-    return cfg['DEFAULT']
-
-def nbs_path() -> Path: return ROOT/settings().get('nbs_path', 'nbs')
+def nbs_path() -> Path: return config().nbs_path
 
 def page_name(nb:str|Path) -> str:
     "The HTML page of notebook `nb` on the site, as nbdev names it (`05_lotus.ipynb` -> `lotus.html`)"
@@ -62,16 +58,6 @@ def slug(text:str) -> str:
     return re.sub(r'^[^a-z]+', '', s) or 'section'
 
 # ---------------------------------------------------------------- 1. execute, 2. process
-
-def _skip(flags:set):
-    "`preproc` for `CaptureShell.run_all`: skip what `nbdev_test` skips"
-    def no_eval(cell):
-        if cell.cell_type != 'code': return True
-        if 'nbdev_export'+'(' in cell.source: return True
-        d = getattr(cell, 'directives_', None) or {}
-        if d.get('eval:', [''])[0].lower() == 'false': return True
-        return bool(flags & d.keys())
-    return no_eval
 
 def execute_and_process(src:str, dst:str, execute:bool=True, timeout:int|None=None) -> dict:
     "Execute notebook `src` (with `show_doc` cells), process it with nbdev's processors, write it to `dst`; a summary"
@@ -101,11 +87,10 @@ def _execute_and_process(src:Path, dst:Path, execute:bool, timeout:int|None) -> 
     for i, c in enumerate(nb.cells): c.idx_ = i
     t0 = time.time()
     if execute:
-        flags = set(settings().get('tst_flags', '').split())
         for c in nb.cells:                              # a cell that shows nothing now keeps no stored output
             if c.cell_type == 'code': c.outputs, c.execution_count = [], None
         k = CaptureShell(src, timeout=timeout)
-        with working_directory(src.parent): k.run_all(nb, exc_stop=False, preproc=_skip(flags))
+        with working_directory(src.parent): k.run_all(nb, exc_stop=False, preproc=skip_cell(skip_flags()))
     else:                                           # stored outputs only: run the show_doc cells alone
         NBProcessor(nb=nb, procs=[exec_show_docs], rm_directives=False, process=True)
     secs = time.time() - t0
@@ -223,7 +208,7 @@ def sidebar_notebooks() -> list[str]:
 def link_html(text:str) -> str:
     "Rewrite links to notebooks (`X.ipynb`) and to the published site into relative page links; ids on headings"
     from bs4 import BeautifulSoup
-    cfg = settings()
+    cfg = config()
     site_url = (cfg.get('doc_host', '') + cfg.get('doc_baseurl', '')).rstrip('/') + '/'
     soup = BeautifulSoup(text, 'html.parser')
     for a in soup.find_all('a', href=True):

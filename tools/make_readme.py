@@ -14,14 +14,11 @@ with its stored outputs.
     python tools/make_readme.py            # rewrite README.md
     python tools/make_readme.py --out F    # write F instead (tests/test_packaging.py compares the two)
 """
-import argparse, configparser, os, re, sys
+import argparse, os, re, sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-def _settings():
-    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
-    return cfg['DEFAULT']
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _nbtools import ROOT, config   # nbdev's config, as the other notebook tools read it
 
 def _output(o) -> tuple:
     "(kind, text) that Quarto shows for one stored output: 'md' for markdown, else 'text' (empty for images and HTML)"
@@ -44,8 +41,8 @@ def render() -> str:
     import yaml
     from execnb.nbio import read_nb
     from nbdev.processors import FilterDefaults
-    cfg = _settings()
-    nbs = ROOT/cfg.get('nbs_path', 'nbs')
+    cfg = config()
+    nbs = cfg.nbs_path
     # the doc links come from this checkout's lotus_nb/_modidx.py (nbdev loads it by its entry point), whatever the
     # working directory and wherever an installed lotus_nb points
     if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))

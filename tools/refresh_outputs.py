@@ -40,18 +40,14 @@ table row labelled with a duration (`Time (min.)`, `cost (s)`, as in the paper's
 Exit status: 0 when every notebook ran (and, with `--check`, matched), 1 otherwise.
 """
 from __future__ import annotations
-import argparse, base64, configparser, copy, difflib, io, json, os, re, signal, subprocess, sys, tempfile, time
+import argparse, base64, copy, difflib, io, json, os, re, signal, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _nbtools import ROOT, config, skip_flags, skip_cell   # nbdev's config and the cell-skip rule build_docs shares
 
-def settings() -> configparser.SectionProxy:
-    "settings.ini's `[DEFAULT]` section"
-    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
-    return cfg['DEFAULT']
-
-def nbs_path() -> Path: return ROOT/settings().get('nbs_path', 'nbs')
+def nbs_path() -> Path: return config().nbs_path
 
 def chapters() -> list[Path]:
     "The chapters: `index.ipynb` and the numbered notebooks `nbs/NN*_*.ipynb` (not the papermill notebooks)"
@@ -159,9 +155,8 @@ def normalise(nb:dict, compare:bool=False) -> dict:
 def clean(nb:dict) -> dict:
     "nbdev's `clean_nb` with settings.ini's options (what `nbdev_clean` does to the file), in place"
     from nbdev.clean import clean_nb
-    cfg = settings()
-    clean_nb(nb, cfg.get('clear_all', 'False') == 'True', cfg.get('allowed_metadata_keys', '').split(),
-             cfg.get('allowed_cell_metadata_keys', '').split(), cfg.get('clean_ids', 'True') == 'True')
+    cfg = config()
+    clean_nb(nb, cfg.clear_all, cfg.get('allowed_metadata_keys', '').split(), cfg.get('allowed_cell_metadata_keys', '').split(), cfg.clean_ids)
     return nb
 
 def nb_text(nb:dict) -> str:
@@ -169,16 +164,6 @@ def nb_text(nb:dict) -> str:
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + '\n'
 
 # ---------------------------------------------------------------- execution (in a worker process)
-
-def _directive_skip(flags:set):
-    "`preproc` for `CaptureShell.run_all`: True for the cells `nbdev_test` does not run"
-    def no_eval(cell):
-        if cell.cell_type != 'code': return True
-        if 'nbdev_export' + '(' in cell.source: return True
-        d = getattr(cell, 'directives_', None) or {}
-        if d.get('eval:', [''])[0].lower() == 'false': return True
-        return bool(flags & d.keys())
-    return no_eval
 
 def _first_line(src) -> str:
     lines = [l for l in _join(src).splitlines() if l.strip() and not l.lstrip().startswith('#|')]
@@ -205,8 +190,7 @@ def execute(src:Path, force_flags:list|None=None, timeout:int|None=None) -> dict
         NBProcessor(nb=nb)                              # directives parsed and removed from the source, as nbdev_test runs it
         for c in nb.cells:
             if c.cell_type == 'code': c.outputs, c.execution_count = [], None   # no stale output survives a silent cell
-        flags = set(settings().get('tst_flags', '').split()) - set(force_flags or [])
-        skip, ran = _directive_skip(flags), []
+        skip, ran = skip_cell(skip_flags(force_flags or [])), []
         def pre(cell):
             s = skip(cell)
             if not s: ran.append(cell)
@@ -381,7 +365,7 @@ def refresh(paths:list, n_workers:int=2, out_dir:Path|None=None, check_only:bool
         log(msg)
         return res
     with ThreadPoolExecutor(max(1, n_workers)) as ex: list(ex.map(job, paths))
-    readme_nb = (nbs_path()/settings().get('readme_nb', 'index.ipynb')).resolve()
+    readme_nb = (nbs_path()/config().get('readme_nb', 'index.ipynb')).resolve()
     if readme and not check_only and not out_dir and results.get(readme_nb, {}).get('written'):
         subprocess.run([sys.executable, str(ROOT/'tools'/'make_readme.py')], cwd=ROOT, check=True)
         log('README.md regenerated from ' + os.path.relpath(readme_nb, ROOT))
@@ -443,7 +427,7 @@ EXPERIMENTS_COST = 'about 6 min on 2 idle cores at OMP_NUM_THREADS=1 (6.1 min me
 
 def code_files() -> list[Path]:
     "What the results of the package depend on: every module and data file of lotus_nb/ but the generated index `_modidx.py`"
-    pkg = ROOT/settings().get('lib_path', 'lotus_nb')
+    pkg = config().lib_path
     return sorted(p for p in pkg.rglob('*') if p.is_file() and p.suffix in ('.py', '.csv', '.json') and p.name != '_modidx.py'
                   and '__pycache__' not in p.parts and not p.name.startswith('.'))
 

@@ -1,0 +1,61 @@
+"""Helpers of the test suite, imported by name (`from helpers import run, show`): the repository root, console scripts,
+subprocess runs, papermill runs, results files, and the repository's one import scanner (tools/import_graph.py)."""
+import json, os, shutil, signal, subprocess, sys
+from pathlib import Path
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS_NB = ROOT/'nbs'/'experiments.ipynb'
+
+def script(name: str) -> str:
+    "Path of the console script `name` installed next to this interpreter (falling back to PATH)"
+    p = Path(sys.executable).parent/name
+    if p.exists(): return str(p)
+    found = shutil.which(name)
+    if not found: pytest.fail(f"console script {name!r} not found next to {sys.executable} nor on PATH; run tools/setup.sh")
+    return found
+
+def run(cmd, timeout=600, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
+    """Run `cmd` in its own process group, capturing stdout and stderr together as text.
+    On timeout the whole group is killed (a grandchild left alive could hold the pipe open) and the test fails."""
+    cmd = [str(c) for c in cmd]
+    env = None if env is None else {**os.environ, **env}
+    with subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          start_new_session=True) as p:
+        try: out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            pytest.fail(f"timed out after {timeout} s: $ {' '.join(cmd)}\n{out[-20_000:]}")
+        finally:
+            try: os.killpg(p.pid, signal.SIGKILL)      # leftovers of the group, if any
+            except ProcessLookupError: pass
+    return subprocess.CompletedProcess(cmd, p.returncode, out)
+
+ONE_THREAD = dict(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+
+def run_nb(nb: str, out_nb, *args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    "Execute nbs/`nb`.ipynb with papermill into `out_nb`, passing `args` (-p/-y ...), one thread per process"
+    return run([sys.executable, '-m', 'papermill', ROOT/'nbs'/f'{nb}.ipynb', out_nb, '--no-progress-bar', *args],
+               timeout=timeout, env={**ONE_THREAD, **(env or {})})
+
+def papermill(out_nb, *args, timeout=600) -> subprocess.CompletedProcess:
+    "Execute nbs/experiments.ipynb with papermill into `out_nb`, passing `args` (-p/-y ...)"
+    return run_nb('experiments', out_nb, *args, timeout=timeout)
+
+def outputs(out_nb) -> str:
+    "The executed notebook's code-cell outputs, as one string"
+    return json.dumps([c.get('outputs', []) for c in json.loads(Path(out_nb).read_text())['cells'] if c['cell_type'] == 'code'])
+
+def show(res: subprocess.CompletedProcess, tail: int = 20_000) -> str:
+    "The command and the tail of its output, for assertion messages"
+    return f"$ {' '.join(map(str, res.args))}\nexit {res.returncode}\n{res.stdout[-tail:]}"
+
+def read_rows(path) -> pd.DataFrame:
+    "The rows of the store whose results.csv is `path` (none while the file does not exist)"
+    from lotus_nb.store import Store
+    return Store(Path(path).parent).read()
+
+sys.path.insert(0, str(ROOT/'tools'))
+import import_graph   # the one import scanner: tools/import_graph.py (`scan`, `scan_file`, `graph`, `problems`)

@@ -1,0 +1,90 @@
+"""No import runs up the floors, not even inside a function (issue 36, item 2). tools/import_graph.py is the repository's
+one import scanner: it sees module-level imports, imports inside functions, `import_module` on a literal name, and the
+names a loader takes from a literal tuple (the catalog's `BUILTIN_PLUGINS`, which it prints as what it is). The graph of
+lotus_nb/ has no loop and no arrow to a module on the same or a higher floor."""
+import os, subprocess, sys
+from helpers import ROOT, import_graph
+
+SAMPLE = '''
+import os, numpy as np
+from .data import load_dataset
+from . import checks
+from lotus_nb.registry import Registry
+import importlib
+NAMES = ('pkg.alpha', 'pkg.beta')
+class C:
+    from .store import Store                 # a class body runs at import: not lazy
+    def m(self):
+        import pkg.gamma
+def f():
+    from .training import fit
+    importlib.import_module('pkg.delta')
+    for name in NAMES: importlib.import_module(name)
+    for other in ('pkg.eps',): importlib.import_module(other)
+    importlib.import_module(os.environ['X'])
+    try: import psutil
+    except ImportError: psutil = None
+    return optional_import('ray', 'ray')
+g = lambda: __import__('pkg.zeta')
+'''
+
+def test_scanner_sees_every_form():
+    "Each way of importing, where it runs (module level or on use), and the loader's tuple, resolved and labelled"
+    got = [(i.module, i.how, i.lazy, i.scope, i.via) for i in import_graph.scan(SAMPLE, 'pkg')]
+    assert got == [('os', 'import', False, None, None), ('numpy', 'import', False, None, None),
+                   ('pkg.data', 'from', False, None, None), ('pkg', 'from', False, None, None),
+                   ('lotus_nb.registry', 'from', False, None, None), ('importlib', 'import', False, None, None),
+                   ('pkg.store', 'from', False, 'C', None), ('pkg.gamma', 'import', True, 'C.m', None),
+                   ('pkg.training', 'from', True, 'f', None), ('pkg.delta', 'import_module', True, 'f', None),
+                   ('pkg.alpha', 'loader', True, 'f', 'NAMES'), ('pkg.beta', 'loader', True, 'f', 'NAMES'),
+                   ('pkg.eps', 'loader', True, 'f', '<literal tuple>'), (None, 'dynamic', True, 'f', "os.environ['X']"),
+                   ('psutil', 'import', True, 'f', None), ('ray', 'optional_import', True, 'f', 'ray'),
+                   ('pkg.zeta', 'import_module', True, '<lambda>', None)], got
+    imps = import_graph.scan(SAMPLE, 'pkg')
+    assert [i.module for i in imps if i.soft] == ['psutil'] and [i.bound for i in imps if i.module == 'numpy'] == [('np',)]
+    assert [i.names for i in imps if i.module == 'pkg'] == [('checks',)] and all(i.relative for i in imps if i.module in ('pkg', 'pkg.data'))
+
+def test_graph_catches_each_fault(tmp_path):
+    "A loop of module-level imports, a lazy import of a module above, and a literal import_module of one are each reported"
+    pkg = tmp_path/'toy'; pkg.mkdir()
+    (pkg/'low.py').write_text("import importlib\ndef f():\n    from .high import x\n    importlib.import_module('toy.mid')\n")
+    (pkg/'mid.py').write_text("from .low import f\n")
+    (pkg/'high.py').write_text("from .mid import f\nx = 1\n")
+    (pkg/'a.py').write_text("from .b import y\n"); (pkg/'b.py').write_text("from .a import z\n")
+    g = import_graph.graph(pkg)
+    p = import_graph.problems(g)
+    assert ('low', 'high', 'lazy') in p['upward'] and ('low', 'mid', 'by_name') in p['upward'], p
+    assert any(set(l) == {'a', 'b'} for l in p['loops']), p['loops']
+
+def test_no_loop_no_upward_import():
+    "lotus_nb's modules import each other without a loop, and no import (at the top, inside a function, by a literal name) runs up"
+    p = import_graph.problems(import_graph.graph())
+    assert p['loops'] == [], f"import loops: {p['loops']}"
+    assert p['upward'] == [], "imports that run up the floors (module -> module it imports, kind):\n" + '\n'.join(map(str, p['upward']))
+    assert p['dynamic'] == [], f"import_module on names the scanner cannot follow: {p['dynamic']}"
+
+def test_the_loader_tuple_is_shown_as_such():
+    "The catalog's loader is the one place modules are imported by names from a tuple; the tool prints each arrow of it, as plugins loaded by name"
+    from lotus_nb.catalog import BUILTIN_PLUGINS
+    g = import_graph.graph()
+    loaders = {m: v['loader'] for m, v in g.items() if not m.startswith('__') and v['loader']}
+    assert loaders == {'catalog': sorted((b.split('.')[1], 'BUILTIN_PLUGINS') for b in BUILTIN_PLUGINS)}, loaders
+    assert g['catalog']['top'] == ['registry'] and g['registry']['top'] == [] and g['registry']['lazy'] == []
+    res = subprocess.run([sys.executable, str(ROOT/'tools'/'import_graph.py')], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    line = next(l for l in res.stdout.splitlines() if l.startswith('loaded by name, as built-in plugins'))
+    assert 'catalog.BUILTIN_PLUGINS' in line and all(f"catalog => {b.split('.')[1]} " in line for b in BUILTIN_PLUGINS), line
+
+def test_optional_imports_are_extras():
+    "optional_import is called on literal names of other packages' modules only, never on a module of lotus_nb"
+    g = import_graph.graph()
+    opt = {o for m, v in g.items() if not m.startswith('__') for o in v['optional']}
+    assert opt and None not in opt and not any(o.split('.')[0] == 'lotus_nb' for o in opt), opt
+
+def test_no_module_loads_the_catalog_when_imported():
+    "Importing any one module of lotus_nb (but lotus_nb.all) leaves the built-ins and plugins unloaded: only a resolved name loads them"
+    mods = [m for m in import_graph.modules() if m != 'all']
+    code = ("import importlib, sys\nfrom lotus_nb.catalog import _LOAD\n"
+            f"for m in {mods!r}:\n    importlib.import_module('lotus_nb.' + m)\n    assert not _LOAD['done'], m\nprint('ok')")
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT)}
+    res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0 and res.stdout.strip() == 'ok', res.stderr[-3000:]
