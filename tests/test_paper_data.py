@@ -111,3 +111,17 @@ def test_workers_write_the_same_files(tmp_path):
     files = sorted(p.relative_to(tmp_path/'1') for p in (tmp_path/'1').rglob('*.JPEG'))
     assert len(files) == 200*1 + 200 + 20
     assert all((tmp_path/'1'/f).read_bytes() == (tmp_path/'2'/f).read_bytes() for f in files)
+
+@pytest.mark.parametrize('name,side,first,classes,least', [('cifar100', 32, 0, 20, 0.35), ('tinyimagenet', 64, 150, 20, 0.35), ('mufac', 128, 0, 8, 0.5)])
+def test_learnable_at_each_resolution(name, side, first, classes, least):
+    """The tool's images (its noise and jitter at each dataset's side; from label 150 on, the third digit in blue) carry a
+    signal a linear probe learns: 400 training images, 200 test, 8 x 8 pooled pixels. Measured over 5 draws: 0.56-0.62
+    (CIFAR-100's side), 0.58-0.70 (TinyImageNet's), 0.77-0.88 (MUFAC's); chance 0.05, 0.05, 0.125. `least` is 7x and 4x chance."""
+    from sklearn.linear_model import LogisticRegression
+    import torch.nn.functional as F
+    from lotus_nb.testing import label_image
+    y = np.random.RandomState(0).randint(0, classes, 600) + first
+    x = torch.from_numpy(np.stack([label_image(int(l), side, i, None, PD.NOISE[name], PD.JITTER) for i, l in enumerate(y)])).permute(0, 3, 1, 2)
+    assert torch.equal(label_of(x), torch.as_tensor(y))
+    f = F.adaptive_avg_pool2d(x.float()/255, 8).flatten(1).numpy()
+    assert LogisticRegression(max_iter=1000).fit(f[:400], y[:400]).score(f[400:], y[400:]) >= least
