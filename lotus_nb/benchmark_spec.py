@@ -92,6 +92,7 @@ class BenchmarkSpec:
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
     arrays: tuple = ()                # names in RUN_ARRAYS: arrays computed on each run's model and stored with its record (the privacy audit's 'pool_scores')
     fast_dev_run: int = 0             # a rehearsal: every training and unlearning loop 1 epoch of this many batches, every evaluation pass this many; 0: the real run
+    rehearsal_batch: int = None       # a CPU rehearsal's cap on every batch's size (not the real batch sizes: said in the output); None: the real sizes
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -148,6 +149,9 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     check_fraction(spec.retain_pct, 'retain_pct'); split_rule(spec.split, spec.split_options)
     fdr = spec.fast_dev_run
     if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
+    rb = spec.rehearsal_batch
+    if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1 or not fdr):
+        raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {rb!r}")
     te = spec.train_epochs
     if te is not None and (isinstance(te, bool) or not isinstance(te, int) or te < 1):
         raise ValueError(f"train_epochs must be a positive integer or None, got {te!r}")
@@ -291,7 +295,8 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
-                **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}))   # a rehearsal's models and rows never match a real run's
+                **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
+                **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}))
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}

@@ -14,7 +14,7 @@ from .checks import optional_import, check_choice
 from .device import get_device
 from .checkpoints import cache_key
 from .store import Store, atomic_write, row_id, REHEARSAL_DIR, mark_rehearsal, rehearsal_note
-from .loaders import REHEARSAL
+from .loaders import REHEARSAL, rehearsal
 from .methods import list_methods, is_reference, display_name, role_method
 from .paper_tables import report_tables, table_hyperparams
 from .report import save_table, plot_tau_trace, plot_entropy
@@ -269,7 +269,7 @@ def collect_benchmark(store:Store,     # the results store: rows and records are
     b.tables.update(report_tables(df))   # the paper's shape, and every method and metric in the _extra tables
     unlearners = [m for m in methods if not is_reference(m)]
     if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners, prep.kind)
-    note = rehearsal_note(prep.spec.fast_dev_run)   # a rehearsal's tables and figures say so
+    note = rehearsal_note(prep.spec.fast_dev_run, prep.spec.rehearsal_batch)   # a rehearsal's tables and figures say so
     for k, t in b.tables.items():
         paths = save_table(t, store.tables, f'{b.key}_{k}')
         if note: paths['md'].write_text(f"{note}\n\n" + paths['md'].read_text()); paths['tex'].write_text(f"% {note}\n" + paths['tex'].read_text())
@@ -305,14 +305,17 @@ def rehearsal_paths(folder,          # a real run's out_dir (or cache_dir); None
     return Path(folder)/REHEARSAL_DIR
 
 def rehearse(out_dir,          # the notebook's out_dir
-             fast_dev_run:int  # batches per pass; 0: the real run (nothing changes)
+             fast_dev_run:int, # batches per pass; 0: the real run (nothing changes)
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size; None: the real sizes
             ) -> str: # the out_dir the notebook writes to from here: out_dir/rehearsal, marked
     "For a notebook's process: from here on a rehearsal of `fast_dev_run` batches (every loader made, every `run_grid` of this process), in out_dir/rehearsal"
     path = rehearsal_paths(out_dir, fast_dev_run)   # fast_dev_run checked
+    with rehearsal(fast_dev_run, rehearsal_batch): pass   # rehearsal_batch checked
     if not fast_dev_run: return out_dir
-    mark_rehearsal(Store(path), fast_dev_run)
-    REHEARSAL['batches'] = fast_dev_run
-    log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass, in {path}: {rehearsal_note(fast_dev_run)}")
+    mark_rehearsal(Store(path), fast_dev_run, rehearsal_batch)
+    REHEARSAL.update(batches=fast_dev_run, max_batch=rehearsal_batch or 0)
+    log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass" + (f" of at most {rehearsal_batch} images (rehearsal_batch: a CPU cap, not the real batch sizes)" if rehearsal_batch else ' of its real batch size')
+                + f", in {path}: {rehearsal_note(fast_dev_run, rehearsal_batch)}")
     return str(path)
 
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
@@ -321,7 +324,7 @@ def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchm
     "The `Benchmark` of `run_grid`'s result that ran `spec` (as planned, `model='auto'` included)"
     want = resolve_spec(spec)
     for b in benchmarks.values():   # a rehearsal's spec is the planned one with its fast_dev_run
-        if b.spec == want or (b.spec is not None and b.spec == dataclasses.replace(want, fast_dev_run=b.spec.fast_dev_run)): return b
+        if b.spec == want or (b.spec is not None and b.spec == dataclasses.replace(want, fast_dev_run=b.spec.fast_dev_run, rehearsal_batch=b.spec.rehearsal_batch)): return b
     raise KeyError(f"no benchmark ran {spec}")
 
 def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
@@ -335,15 +338,17 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
              fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (`rehearse`), else 0
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: this process's (`rehearse`), else the real sizes
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)
     if fast_dev_run is None: fast_dev_run = REHEARSAL['batches']
+    if rehearsal_batch is None and fast_dev_run: rehearsal_batch = REHEARSAL['max_batch'] or None
     out_dir, cache_dir, specs = rehearsal_paths(out_dir, fast_dev_run), rehearsal_paths(cache_dir, fast_dev_run), list(specs)
-    specs = [dataclasses.replace(s, fast_dev_run=fast_dev_run) if fast_dev_run else s for s in specs]
+    specs = [dataclasses.replace(s, fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch) if fast_dev_run else s for s in specs]
     store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))   # an unknown tracker, or its package missing: refused here
-    if fast_dev_run: mark_rehearsal(store, fast_dev_run)
+    if fast_dev_run: mark_rehearsal(store, fast_dev_run, rehearsal_batch)
     plan = plan_grid(specs, seeds, methods, store, skip_missing, method_seeds)
     for s, why in plan.missing.values(): log.warning(f"grid: skipping {s.dataset} ({s.model}): {why}")
     if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")   # before any new row

@@ -86,16 +86,20 @@ def unnormalize(xb,   # a normalised B x C x H x W batch
 
 # %% ../nbs/01d_loaders.ipynb #1836f81d
 LOADED = collections.Counter()   # batches and images every loader of this process yielded: 'train_batches', 'train_images' (shuffled passes), 'eval_batches', 'eval_images'
-REHEARSAL = dict(batches=0)   # a rehearsal (fast_dev_run): every pass of a loader made while `batches` > 0 yields at most that many batches
+REHEARSAL = dict(batches=0, max_batch=0)   # a rehearsal (fast_dev_run): every pass of a loader made while `batches` > 0 yields at most that many batches, each of at most `max_batch` items (0: its real size)
 
 @contextlib.contextmanager
-def rehearsal(batches:int): # batches per pass of every loader made inside the block; 0: the real run (no cap)
-    "Inside the block, every loader made (training, unlearning, evaluation) yields at most `batches` batches of its real size per pass"
+def rehearsal(batches:int,     # batches per pass of every loader made inside the block; 0: the real run (no cap)
+              max_batch:int=None): # a CPU rehearsal's cap on every batch's size; None: the real batch sizes
+    "Inside the block, every loader made (training, unlearning, evaluation) yields at most `batches` batches of its real size (or `max_batch`) per pass"
     if isinstance(batches, bool) or not isinstance(batches, int) or batches < 0:
         raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {batches!r}")
-    prev = REHEARSAL['batches']; REHEARSAL['batches'] = batches or prev   # a rehearsal inside a rehearsal keeps the outer one's cap when 0
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1 or not batches):
+        raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {max_batch!r}")
+    prev = dict(REHEARSAL)   # a rehearsal inside a rehearsal keeps the outer one's caps where it sets none
+    REHEARSAL.update(batches=batches or prev['batches'], max_batch=max_batch or prev['max_batch'])
     try: yield
-    finally: REHEARSAL['batches'] = prev
+    finally: REHEARSAL.update(prev)
 
 class BatchLoader:
     "What `TensorLoader` and `FileLoader` share: the batch count, a seeded order each pass, normalisation constants, tags"
@@ -111,6 +115,7 @@ class BatchLoader:
                  size,       # resize batches to size x size; None: as stored
                  device,     # where batches are normalised and yielded
                 ):
+        if REHEARSAL['batches'] and REHEARSAL['max_batch']: batch_size = min(batch_size, REHEARSAL['max_batch'])   # a CPU rehearsal's cap
         self.n, self.batch_size, self.shuffle, self.augment, self.size = n, batch_size, shuffle, augment, size
         self.tags = None if tags is None else torch.as_tensor(np.asarray(tags), dtype=torch.bool)
         self.mean, self.std = norm_tensor(mean, device), norm_tensor(std, device)

@@ -100,7 +100,7 @@ def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains
                  progress:bool=True  # show the training progress bar
                 ) -> tuple: # (f_orig, its training meta)
     "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
-    with rehearsal(prep.spec.fast_dev_run):   # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
+    with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
         return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
 
 def seed_context(prep:Prepared,      # the prepared benchmark
@@ -149,7 +149,7 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     overlap = dev.type == 'cuda' if overlap_attacks is None else bool(overlap_attacks)
     STAGES.clear()
     try:
-        with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run):   # a CPU run's last digits depend on it: the row records it
+        with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a CPU run's last digits depend on it: the row records it
             return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap)
     finally: write_stages(store, prep, seed, ms, STAGES)   # what each stage took, a failed unit's too
 
