@@ -6,8 +6,7 @@ an evaluation pass is 1,024 images. The rows go to `out_dir/rehearsal`, never to
 import json, os, sys
 from pathlib import Path
 import pandas as pd, pytest
-from conftest import ROOT
-from helpers import papermill, show, outputs
+from helpers import ROOT, papermill, show, outputs
 sys.path.insert(0, str(ROOT/'tools'))
 import paper_data as PD
 from lotus_nb.store import Store
