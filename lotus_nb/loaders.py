@@ -123,9 +123,11 @@ class BatchLoader:
         self.limit = REHEARSAL['batches'] or None   # a rehearsal's cap on the batches of each pass, fixed when the loader is made
     def __len__(self): return math.ceil((self.n if self.limit is None else min(self.n, self.limit*self.batch_size))/self.batch_size)
     def order(self) -> torch.Tensor:
-        "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal, its first `limit` batches' worth"
+        "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal, `limit` batches' worth of it"
         o = torch.randperm(self.n, generator=self.gen) if self.shuffle else torch.arange(self.n)
-        return o if self.limit is None else o[:self.limit*self.batch_size]
+        if self.limit is None or self.limit*self.batch_size >= self.n: return o
+        m = self.limit*self.batch_size   # in order: items spread evenly over the split (a split in class order keeps its classes), else the permutation's first
+        return o[:m] if self.shuffle else torch.arange(m)*self.n//m
     def batch(self,
               xb, # the prepared images
               yb, # their labels
