@@ -54,9 +54,11 @@ def settings() -> configparser.SectionProxy:
 def nbs_path() -> Path: return ROOT/settings().get('nbs_path', 'nbs')
 
 def chapters() -> list[Path]:
-    "The chapters: `index.ipynb` and the numbered notebooks `nbs/NN*_*.ipynb` (not the papermill notebooks)"
+    """The chapters: `index.ipynb`, the numbered notebooks `nbs/NN*_*.ipynb` and the guide pages `nbs/guide_*.ipynb`
+    that hold code (not the papermill notebooks)"""
     nbs = nbs_path()
-    return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name))]
+    guides = [p for p in sorted(nbs.glob('guide_*.ipynb')) if any(c['cell_type'] == 'code' for c in json.loads(p.read_text(encoding='utf-8'))['cells'])]
+    return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name)), *guides]
 
 def resolve(name:str) -> Path:
     "A notebook named as `00_theory`, `00_theory.ipynb` or a path"
