@@ -417,6 +417,18 @@ def heading_ids(path:Path) -> set:
     text = re.sub(r'^```.*?^```', '', text, flags=re.S | re.M)
     return {github_slug(re.sub(r'[`*]', '', m)) for m in re.findall(r'^#{1,6}\s+(.+?)\s*#*$', text, re.M)}
 
+# the elements GitHub's HTML sanitizer keeps in a README (github.com/gjtorikian/html-pipeline's SanitizationFilter); it
+# drops any other tag, keeping its text: `<u>` shows as plain text there (`<ins>` underlines)
+GITHUB_HTML = set('''h1 h2 h3 h4 h5 h6 h7 h8 br b i strong em a pre code img tt div ins del sup sub p ol ul table thead tbody tfoot
+    blockquote dl dt dd kbd q samp var hr ruby rt rp li tr td th s strike summary details caption figure figcaption abbr bdo cite
+    dfn mark small span time wbr picture source'''.split())
+
+def dropped_html(md:str) -> list[str]:
+    "The raw HTML elements of Markdown `md` (outside code) that GitHub's sanitizer drops, sorted"
+    text = re.sub(r'^```.*?^```', '', md, flags=re.S | re.M)
+    text = re.sub(r'`[^`\n]*`', '', text)
+    return sorted({t.lower() for t in re.findall(r'</?([A-Za-z][\w-]*)(?=[\s/>])', text)} - GITHUB_HTML)
+
 def readme_html(readme:Path|None=None) -> str:
     """README.md rendered as GitHub renders it, near enough to check it offline: GitHub-flavoured Markdown (tables, raw
     HTML, strikethrough) by markdown-it-py, `$...$` and `$$...$$` as MathJax math, headings with GitHub's anchors, and a
@@ -438,8 +450,8 @@ def readme_html(readme:Path|None=None) -> str:
             f'img{{max-width:100%}}</style></head><body>{body}</body></html>')
 
 def check_readme(page, readme:Path|None=None, out:Path|None=None, screenshot:Path|None=None) -> list[str]:
-    """Problems a reader of README.md on GitHub would see, found in Chromium (Playwright's `page`): an image that does not
-    load, TeX left raw or in error, a relative link to a file of the repository that does not exist or to a heading that
+    """Problems a reader of README.md on GitHub would see, found in Chromium (Playwright's `page`): HTML that GitHub's
+    sanitizer drops, an image that does not load, TeX left raw or in error, a relative link to a file of the repository that does not exist or to a heading that
     is not there (in the README, another Markdown file or a notebook), a link to this repository's files on GitHub
     (settings.ini's `git_url` + `/blob/<branch>/`) that names no file of the checkout. [] when it is fine"""
     import tempfile
@@ -453,6 +465,7 @@ def check_readme(page, readme:Path|None=None, out:Path|None=None, screenshot:Pat
         r = page.evaluate(_PAGE_JS)
         if screenshot: page.screenshot(path=str(screenshot), full_page=True); shrink(Path(screenshot), max_height=12000)
     probs = []
+    if bad := dropped_html(readme.read_text(encoding='utf-8')): probs.append(f"HTML that GitHub's sanitizer drops: {bad}")
     if raw := _re_raw_tex.findall(r['text']): probs.append(f"TeX not rendered: {[s[:60] for s in raw[:5]]}")
     if r['math_errors']: probs.append(f"TeX errors: {r['math_errors'][:5]}")
     if '\\(' in readme_html(readme) and not mj: probs.append("MathJax did not load")
