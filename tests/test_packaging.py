@@ -159,18 +159,25 @@ def test_fresh_install(tmp_path):
         assert res.returncode == 0, show(res)
         assert re.search(r'include-system-site-packages\s*=\s*false', (venv/'pyvenv.cfg').read_text()), (venv/'pyvenv.cfg').read_text()
         py = venv/'bin'/'python'
+        # pip runs with -I too: a PYTHONPATH naming a checkout with a lotus_nb.egg-info (left by a build there) would make
+        # pip see lotus_nb as installed and skip the wheel
         # --no-compile: byte-compiling torch's thousands of modules costs a minute of CPU and proves nothing here
-        res = run([py, '-m', 'pip', 'install', '-q', '--no-compile', 'torch==2.14.1', 'torchvision==0.29.1'], cwd=work, timeout=900)
+        res = run([py, '-I', '-m', 'pip', 'install', '-q', '--no-compile', 'torch==2.14.1', 'torchvision==0.29.1'], cwd=work, timeout=900)
         assert res.returncode == 0, show(res)
         with_torch = size_mb(venv); lap('venv + torch')
-        res = run([py, '-m', 'pip', 'install', '-q', '--no-compile', wheels[0]], cwd=work, timeout=900)   # its dependencies, resolved
+        res = run([py, '-I', '-m', 'pip', 'install', '-q', '--no-compile', wheels[0]], cwd=work, timeout=900)   # its dependencies, resolved
         assert res.returncode == 0, show(res)
         lap('lotus_nb + dependencies')
-        licences = list(venv.glob('lib/python*/site-packages/lotus_nb-*.dist-info/licenses/LICENSE'))
-        assert len(licences) == 1 and licences[0].read_bytes() == (ROOT/'LICENSE').read_bytes(), licences   # pip install carries it
-        res = run([py, '-m', 'pip', 'check'], cwd=work, timeout=300)
+        # pip install carries the LICENSE: it is one of the installed distribution's files, with the repository's text
+        code = ("import importlib.metadata as m; d = m.distribution('lotus_nb'); "
+                "print([str(f) for f in d.files if f.name == 'LICENSE']); print(d.read_text('licenses/LICENSE') or '', end='')")
+        res = run([py, '-I', '-c', code], cwd=work, timeout=300)
         assert res.returncode == 0, show(res)
-        res = run([py, '-m', 'pip', 'list', '--format', 'json'], cwd=work, timeout=300)
+        listed, text = res.stdout.split('\n', 1)
+        assert listed == f"['{top}.dist-info/licenses/LICENSE']" and text == (ROOT/'LICENSE').read_text(encoding='utf-8'), show(res)
+        res = run([py, '-I', '-m', 'pip', 'check'], cwd=work, timeout=300)
+        assert res.returncode == 0, show(res)
+        res = run([py, '-I', '-m', 'pip', 'list', '--format', 'json'], cwd=work, timeout=300)
         assert res.returncode == 0, show(res)
         installed = {canonicalize_name(p['name']) for p in json.loads(res.stdout[res.stdout.index('['):])}
         runtime = {canonicalize_name(Requirement(r).name) for r in shlex.split(cfg['requirements'])}
