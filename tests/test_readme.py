@@ -134,8 +134,8 @@ def link_faults(text:str, base:Path, doc_ids:set) -> list[str]:
     """Links of `text` (a Markdown file in folder `base`) that do not resolve: a relative file that does not exist in the
     checkout, an anchor that no heading of its target (`doc_ids` for the document itself) has, a link to this
     repository's files on GitHub (`git_url/blob/<branch>/path`) naming no file"""
-    cfg = bd.settings()
-    blob = f"{cfg['git_url'].rstrip('/')}/blob/{cfg.get('branch', 'main')}/"
+    cfg = bd.config()                                          # nbdev's reading of settings.ini
+    blob = f"{cfg.git_url.rstrip('/')}/blob/{cfg.get('branch', 'main')}/"
     out = []
     for href in md_links(text):
         where = ROOT if href.startswith(blob) else base
@@ -304,7 +304,7 @@ def test_guides_with_code_are_refreshed():
 def test_license_is_apache2():
     "LICENSE holds the Apache License 2.0 that settings.ini names (its full text: the terms and the appendix)"
     text = (ROOT/'LICENSE').read_text(encoding='utf-8')
-    assert bd.settings()['license'] == 'apache2'
+    assert bd.config()['license'] == 'apache2'
     assert 'Apache License' in text[:200] and 'Version 2.0, January 2004' in text[:300]
     assert 'END OF TERMS AND CONDITIONS' in text and 'APPENDIX: How to apply the Apache License to your work.' in text
     assert len(text.split()) > 1500
@@ -321,7 +321,7 @@ def test_citation_cff_valid():
     schema = json.loads((ROOT/'tests'/'data'/'cff-1.2.0.schema.json').read_text(encoding='utf-8'))
     c = cff()
     jsonschema.Draft7Validator(schema).validate(c)
-    cfg = bd.settings()
+    cfg = bd.config()
     assert c['cff-version'] == '1.2.0' and c['repository-code'] == cfg['git_url'] and c['license'] == 'Apache-2.0'
     assert c['title'].startswith(f"{cfg['lib_name']}: {cfg['description']}".split(' (')[0])
     assert c['preferred-citation']['type'] == 'conference-paper' and c['preferred-citation']['year'] == 2025

@@ -456,7 +456,7 @@ def check_readme(page, readme:Path|None=None, out:Path|None=None, screenshot:Pat
     if '\\(' in readme_html(readme) and not mj: probs.append("MathJax did not load")
     if bad := [i['src'] for i in r['images'] if not i['ok']]: probs.append(f"images not loaded: {bad}")
     if not r['images']: probs.append("no image")
-    cfg = settings()
+    cfg = config()
     blob = f"{cfg.get('git_url', '').rstrip('/')}/blob/{cfg.get('branch', 'main')}/"
     for href in dict.fromkeys(r['links']):
         if href.startswith(blob): href = href[len(blob):]
