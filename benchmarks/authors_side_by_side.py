@@ -169,7 +169,7 @@ def main(argv=None):
     ap.add_argument('--json', default=None)
     args = ap.parse_args(argv)
     dev = torch.device(args.device)
-    if dev.type == 'cuda' and torch.cuda.is_available(): torch.cuda.set_device(dev)
+    if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     n_train, n_held, classes, img = (600, 200, 10, 8) if args.small else (50_000, 10_000, 100, 32)
     epochs = args.epochs or (2 if args.small else 10)
     out = dict(device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu', torch=torch.__version__,

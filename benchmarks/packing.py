@@ -31,6 +31,7 @@ def unit_main(a):
     from lotus_nb.methods import UnlearnTask, unlearn
     from lotus_nb.models import model_arch
     dev = torch.device(a.device)
+    if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     shape = SMALL if a.small else PAPER
     ts, f = synthetic_splits(shape, dev), make_model(a.model, shape, dev)
     task = lambda s: UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=s, num_classes=shape.classes)

@@ -48,6 +48,7 @@ def main(argv=None):
     ap.add_argument('--json', default=None)
     a = ap.parse_args(argv)
     dev = torch.device(a.device)
+    if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     shape, name = (SMALL, 'vit_small') if a.small else (PAPER, 'vit_b_16')
     frac, steps = a.frac or (0.5 if a.small else 0.05), a.steps or (2 if a.small else 30)
     size = model_input_size(name)
