@@ -39,10 +39,10 @@ if [ "$dry" = "--dry-run" ]; then
   T_TEST=200 T_AFTER=150 T_BEFORE=100 T_SIDE=240 T_PACK=200 T_VIT=90; budget=${BUDGET:-1000}
 else
   dev=cuda
-  speed=(--device cuda --models resnet18 --no-check --gold-frac 0.2)
+  speed=(--device cuda --models resnet18 --no-check --gold-frac 0.2 --more-epochs 1)
   side=(--device cuda --authors-eval-frac 0.25)
   pack=(--device cuda); vit=(--device cuda)
-  T_TEST=90 T_AFTER=190 T_BEFORE=75 T_SIDE=120 T_PACK=80 T_VIT=45
+  T_TEST=90 T_AFTER=190 T_BEFORE=70 T_SIDE=140 T_PACK=80 T_VIT=45
 fi
 say "gpu_issue39 $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) dev=$dev budget=${budget}s"
 # a: the card, the GPU tests (on the CPU they are skipped; the dry run runs the CPU tests of the changed code instead)
