@@ -12,54 +12,22 @@ import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from .checks import check_fraction
 from .user_data import as_split
-from .training import fast_enabled, device_batches, cudnn_benchmark, autocast, model_device
 from .methods import Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
 from .random_label import RandomLabelConfig, random_label
 
 # %% auto #0
-__all__ = ['one_pass_grad_sums', 'saliency_mask', 'mask_stats', 'with_saliency', 'SalunConfig', 'salun', 'masked_grads_zero']
+__all__ = ['saliency_mask', 'mask_stats', 'with_saliency', 'SalunConfig', 'salun', 'masked_grads_zero']
 
 # %% ../nbs/17_salun.ipynb #0173e016
-def one_pass_grad_sums(model:nn.Module, # put in eval mode; the gradients of its trainable parameters are summed
-                       split,            # the set (a split, or what as_split takes), read in order
-                       batch_size:int,   # the batches whose mean gradients are summed
-                       chunk:int,        # images per forward and backward pass (a multiple of batch_size does best)
-                      ) -> dict:         # parameter name -> the sum over batches of the batch's mean gradient of -CE
-    """`grad_sums` of -CE over `split` in batches of `batch_size`, computed in passes of `chunk` images: each image's loss is
-    weighted by one over the length of the batch it falls in, so one pass's gradient is the sum of its batches' mean gradients
-    (in eval mode every image's output is its own). On CUDA the chunks are made on a side stream, with cuDNN's autotuner on;
-    a chunk that does not fit in memory is halved, down to `batch_size`"""
-    split, dev = as_split(split), model_device(model); model.eval()
-    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    n = len(split); pos = torch.arange(n)
-    weight = 1/torch.minimum(torch.full((n,), batch_size), n - (pos//batch_size)*batch_size).double()   # 1/len(batch of each image)
-    chunk = max(int(chunk), batch_size)
-    while True:
-        try:
-            sums, start = [torch.zeros_like(p) for p in params.values()], 0
-            with cudnn_benchmark(dev):
-                for xb, yb, *_ in device_batches(split.loader(chunk), dev):
-                    w = weight[start:start + len(yb)].to(dev, torch.float32, non_blocking=True); start += len(yb)
-                    with autocast(dev): loss = -(F.cross_entropy(model(xb), yb, reduction='none')*w).sum()
-                    gs = torch.autograd.grad(loss, list(params.values()), allow_unused=True)
-                    torch._foreach_add_(sums, [g if g is not None else torch.zeros_like(p) for g, p in zip(gs, params.values())])
-            return dict(zip(params, sums))
-        except torch.OutOfMemoryError:
-            if chunk <= batch_size: raise
-            chunk = max(batch_size, chunk//2); torch.cuda.empty_cache()
-
 def saliency_mask(model:nn.Module,         # $f_{orig}$, whose gradients are measured (left untouched)
                   forget,                   # split, Dataset or DataLoader of the forget set $D_f$
                   fraction:float=0.5,       # k: the fraction of all parameter entries left trainable
                   batch_size:int=128,       # images per gradient pass
-                  chunk:int=None,           # images per forward and backward on the fast path (None: 8 batches); plain path: batch_size
                  ) -> dict:                 # parameter name -> 0/1 float tensor of the parameter's shape
     "SalUn's mask `{name: 0/1 tensor}`: 1 on the top `fraction` of entries by $|\\sum_{batches} \\nabla(-CE)|$ on `forget`"
     fraction = check_fraction(fraction, 'fraction')
     m = student_of(model)   # a trainable copy: `model` is not touched, not even put in eval mode
-    if fast_enabled(model_device(m)):   # the same sums in fewer, larger passes (issue 39: the pass was SalUn's largest one-off cost)
-        sums = one_pass_grad_sums(m, forget, batch_size, chunk or 8*batch_size)
-    else: sums, _ = grad_sums(m, as_split(forget).loader(batch_size), lambda b: -F.cross_entropy(m(b[0]), b[1]))
+    sums, _ = grad_sums(m, as_split(forget).loader(batch_size), lambda b: -F.cross_entropy(m(b[0]), b[1]))
     saliency = torch.cat([s.abs().flatten() for s in sums.values()])
     keep = torch.zeros_like(saliency)
     keep[saliency.topk(math.floor(fraction*len(saliency)), sorted=False).indices] = 1
