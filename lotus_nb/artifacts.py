@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import matplotlib.pyplot as plt
 from .report import save_table
-from .store import Store, atomic_write
+from .store import Store, atomic_write, rehearsal_note
 
 # %% auto #0
 __all__ = ['PUBLISHED', 'artifact_name', 'save_artifact', 'save_missing', 'write_index']
@@ -37,6 +37,7 @@ def save_artifact(out_dir,                 # the artifacts folder (a results sto
                  ) -> dict:
     "Write a table or figure of the paper under `out_dir` and record it in the manifest; returns the manifest entry"
     store, name = Store(out_dir), artifact_name(label)
+    if (note := rehearsal_note(store.rehearsal, store.rehearsal_batch)) and not caption.startswith(note): caption = f"{note} {caption}"   # a rehearsal's store: every caption says so
     rel = lambda p: str(Path(p).relative_to(store.root))
     if isinstance(obj, pd.DataFrame):
         files = {k: rel(p) for k, p in save_table(obj, store.tables, name).items()}
@@ -57,6 +58,7 @@ def save_missing(out_dir,        # the artifacts folder
                  command:str=''  # the command that tried to make it
                 ) -> dict:
     "Record that `label` could not be built (its data is absent), with how to get the data"
+    if (note := rehearsal_note(Store(out_dir).rehearsal, Store(out_dir).rehearsal_batch)) and not caption.startswith(note): caption = f"{note} {caption}"
     entry = dict(label=label, caption=caption, files={}, command=command, published='', missing=missing)
     _write_json(Store(out_dir).manifest/f'{artifact_name(label)}.json', entry)
     return entry

@@ -53,6 +53,8 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   augment='default',         # augmentation of f_orig and f_gold; 'default': the authors' for the dataset and model, else an AUGMENTS kind
                   mia_nonmember:str='test+unseen', # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
                   tracking=None,             # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
+                  fast_dev_run:int=None,     # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (grid.rehearse), else 0
+                  rehearsal_batch:int=None,  # a CPU rehearsal's cap on every batch's size (said in captions); None: the real sizes
                  ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures: `run_grid` of this one benchmark, in this process"
     spec = BenchmarkSpec(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, unseen=unseen,
@@ -60,5 +62,5 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                                       method_overrides=method_overrides, pretrained=pretrained, retain_pct=retain_pct, data_options=data_options,
                                       split=split, split_options=split_options, augment=augment, mia_nonmember=mia_nonmember)
     res = run_grid([spec], seeds, methods, out_dir, 'local', cache_dir, method_seeds=method_seeds, tracking=tracking,
-                   device=device, progress=progress, threads=threads)
+                   device=device, progress=progress, threads=threads, fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch)
     return find_benchmark(res, spec)

@@ -24,10 +24,10 @@ from .store import Store, row_id
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'benchmark_defaults', 'benchmark_augment',
-           'BenchmarkSpec', 'resolve_spec', 'register_unseen', 'unseen_sources', 'register_arrays', 'check_benchmark',
-           'resolve_class', 'Prepared', 'benchmark_name', 'method_overrides', 'prepare', 'check_checkpoints',
-           'check_method_seeds']
+__all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE', 'benchmark_defaults',
+           'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen', 'unseen_sources', 'register_arrays',
+           'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'method_overrides', 'rehearsal_config',
+           'prepare', 'check_checkpoints', 'check_weights', 'check_method_seeds']
 
 # %% ../nbs/08_benchmark_spec.ipynb #6ee01f44
 def _recipe(r): # a registered recipe: Recipe's fields as a dict, or a Recipe
@@ -91,6 +91,8 @@ class BenchmarkSpec:
     augment: object = 'default'       # augmentation of f_orig and f_gold; 'default': benchmark_augment's, else an AUGMENTS kind
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
     arrays: tuple = ()                # names in RUN_ARRAYS: arrays computed on each run's model and stored with its record (the privacy audit's 'pool_scores')
+    fast_dev_run: int = 0             # a rehearsal: every training and unlearning loop 1 epoch of this many batches, every evaluation pass this many; 0: the real run
+    rehearsal_batch: int = None       # a CPU rehearsal's cap on every batch's size (not the real batch sizes: said in the output); None: the real sizes
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -145,6 +147,11 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
     check_fraction(spec.retain_pct, 'retain_pct'); split_rule(spec.split, spec.split_options)
+    fdr = spec.fast_dev_run
+    if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
+    rb = spec.rehearsal_batch
+    if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1 or not fdr):
+        raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {rb!r}")
     te = spec.train_epochs
     if te is not None and (isinstance(te, bool) or not isinstance(te, int) or te < 1):
         raise ValueError(f"train_epochs must be a positive integer or None, got {te!r}")
@@ -165,6 +172,8 @@ def resolve_class(data,        # the loaded ImageData (for its classes)
     return int(check_choice(int(forget_class), range(data.num_classes), 'class'))
 
 # %% ../nbs/08_benchmark_spec.ipynb #db105208
+RANDOM_IN_PLACE = set()   # models a rehearsal ran with a random network, their pretrained weights missing (said once per process)
+
 @dataclass
 class Prepared:
     "A benchmark made concrete: its data, recipe, resolved forget set, and the configs and identities of its methods"
@@ -200,9 +209,16 @@ class Prepared:
         return (store.checkpoint('orig', cache_key(**self.base, kind='orig', seed=seed, **train)),
                 store.checkpoint('gold', cache_key(**self.base, kind='gold', seed=seed, forget=forget)))
     def make_model(self) -> nn.Module:
-        "A fresh model of the benchmark: its architecture, input size and pretrained weights"
+        "A fresh model of the benchmark: its architecture, input size and pretrained weights (a rehearsal without the weights: a random network, said once)"
         m, d = self.spec.model, self.data
-        return create_model(m, d.num_classes, d.in_chans, model_input_size(m) or d.img_size, self.spec.pretrained)
+        make = lambda p: create_model(m, d.num_classes, d.in_chans, model_input_size(m) or d.img_size, p)
+        try: return make(self.spec.pretrained)
+        except FileNotFoundError as e:
+            if not self.spec.fast_dev_run: raise   # a real run never trains from a random network in their place
+            if m not in RANDOM_IN_PLACE:
+                RANDOM_IN_PLACE.add(m)
+                log.warning(f"rehearsal: {m} runs with a randomly initialised network in place of its pretrained weights, missing here: {e}")
+            return make(False)
     def device_splits(self, seed:int, # the seed whose sets are drawn
                       device          # where the batches are made
                      ) -> dict: # forget, retain, retain_sub, unseen, test
@@ -249,6 +265,13 @@ def method_overrides(spec:BenchmarkSpec, # the benchmark, resolved (model not 'a
     return {m: {**dflt.get(m, {}), **(spec.method_overrides or {}).get(m, {})} for m in methods}
 
 # %% ../nbs/08_benchmark_spec.ipynb #a76e39e1
+def rehearsal_config(cfg,           # a method's resolved config (or a Recipe)
+                     fast_dev_run:int # batches per pass of the rehearsal; 0: the real run, cfg unchanged
+                    ):
+    "`cfg` as a rehearsal runs it: at most one epoch (the loaders give it `fast_dev_run` batches); a one-shot method (0 epochs) unchanged"
+    if not fast_dev_run or not getattr(cfg, 'epochs', 0): return cfg
+    return dataclasses.replace(cfg, epochs=1)
+
 def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_benchmark)
             methods             # registry names to configure (checked)
            ) -> Prepared:
@@ -258,18 +281,22 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     img_size = dflt['img_size'] if spec.img_size == 'default' else spec.img_size
     recipe = spec.recipe or dflt['recipe']
     if spec.train_epochs is not None: recipe = dataclasses.replace(recipe, epochs=min(recipe.epochs, spec.train_epochs))
-    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, **(spec.data_options or {}))
-    unseen_data = load_dataset(spec.unseen, root=spec.data_root) if spec.unseen in DATASETS else None
+    if spec.fast_dev_run: recipe = dataclasses.replace(recipe, epochs=1)   # a rehearsal: one epoch (of fast_dev_run batches)
+    strict = dict(download=False, only_root=True) if spec.fast_dev_run else {}   # a rehearsal reads data_root's data or refuses: it fetches nothing
+    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, reuse=True, **strict, **(spec.data_options or {}))
+    unseen_data = load_dataset(spec.unseen, root=spec.data_root, reuse=True, **strict) if spec.unseen in DATASETS else None
     if (augment := benchmark_augment(spec.dataset, spec.model, spec.augment)) is not None: data.augment = augment   # in the checkpoint keys as base's augment
     forget_class = resolve_class(data, spec.forget_class)
     forget_pct = None if forget_class is not None else spec.forget_pct
     arch, kind = model_arch(spec.model), 'instance' if forget_class is None else 'class'
     user = method_overrides(spec, methods)
     over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
-    cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
+    cfgs = {m: rehearsal_config(method_config(m, arch, kind, **over[m]), spec.fast_dev_run) for m in methods}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
-                **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)))   # the paper's rule keeps the keys of earlier runs
+                **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
+                **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
+                **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}))
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
@@ -285,6 +312,16 @@ def check_checkpoints(prep:Prepared, # the prepared benchmark
     for s in seeds:
         for p in prep.checkpoints(s, store):
             if p.exists(): load_checkpoint(p)
+
+def check_weights(preps # the prepared benchmarks of a rehearsal
+                 ) -> list: # the models that run with a random network in place of their missing weights
+    "Build once each rehearsed benchmark's model that starts from pretrained weights, so that the rehearsal says before any work which run with a random network in their place"
+    seen = set()
+    for p in preps:
+        pre = MODELS[p.spec.model].pretrained if p.spec.pretrained is None else p.spec.pretrained
+        if pre is False or (key := (p.spec.model, str(pre))) in seen: continue
+        seen.add(key); p.make_model()
+    return sorted(RANDOM_IN_PLACE)
 
 def check_method_seeds(method_seeds # None, or a non-empty list of non-negative integers, no repeats
                       ) -> list: # the checked list, or None

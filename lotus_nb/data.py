@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_data.ipynb #00c72841
 from __future__ import annotations
-import logging, math, multiprocessing, os
+import collections, copy, logging, math, multiprocessing, os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +16,10 @@ from .checks import check_choice, check_seed, check_fraction, optional_import   
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'read_image', 'default_workers', 'ImageFiles', 'torch_threads',
-           'ImageData', 'DatasetDefaults', 'register_dataset', 'list_datasets', 'check_dataset', 'dataset_defaults',
-           'data_dirs', 'find_data', 'path_inside', 'available_memory', 'fits_in_memory', 'stratified_sample',
-           'load_dataset']
+__all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'ONLY_ROOT', 'LOADED_DATA', 'MAX_LOADED_DATA', 'read_image',
+           'default_workers', 'ImageFiles', 'torch_threads', 'ImageData', 'DatasetDefaults', 'register_dataset',
+           'list_datasets', 'check_dataset', 'dataset_defaults', 'data_dirs', 'find_data', 'path_inside',
+           'available_memory', 'fits_in_memory', 'stratified_sample', 'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 def read_image(path,            # image file in any format PIL reads
@@ -181,10 +181,13 @@ def dataset_defaults(name:str, # a registered dataset, e.g. 'cifar10'
 # %% ../nbs/01_data.ipynb #0f8ada6f
 HOW_TO_GET = Registry('how to get')   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
 
+ONLY_ROOT = [False]   # set by load_dataset(only_root=True) while it loads: data_dirs(root) is root alone
+
 def data_dirs(root=None, # folder searched first; None: only $LOTUS_DATA and the cache
              ) -> list:  # Path folders in search order, without repeats; they need not exist
     "Where datasets are looked for, in order: `root`, `$LOTUS_DATA`, then the cache `${XDG_CACHE_HOME:-~/.cache}/lotus_nb/data`"
     cache = Path(os.environ.get('XDG_CACHE_HOME') or '~/.cache')/'lotus_nb'/'data'
+    if root is not None and ONLY_ROOT[0]: return [Path(root).expanduser()]   # load_dataset(only_root=True): root or nothing
     out = []
     for d in (root, os.environ.get('LOTUS_DATA') or None, cache):
         if d is not None and Path(d).expanduser() not in out: out.append(Path(d).expanduser())
@@ -252,12 +255,35 @@ def stratified_sample(y,          # labels, one per item
     return np.sort(np.concatenate(out)) if out else np.array([], dtype=int)
 
 # %% ../nbs/01_data.ipynb #b51dace1
+LOADED_DATA = collections.OrderedDict()   # (name, root, download, only_root, options) -> ImageData as its reader returned it: the last MAX_LOADED_DATA read
+MAX_LOADED_DATA = 8   # the paper's six datasets and two variants: a grid of every benchmark reads each once
+
+def _stamp(root) -> tuple:
+    "The modification times of `root` and of the entries in it: a folder written again is read again"
+    if root is None: return ()
+    r = Path(root).expanduser().resolve()
+    return (str(r), r.stat().st_mtime_ns, *sorted((c.name, c.stat().st_mtime_ns) for c in r.iterdir()))
+
+def _read_dataset(f, name, root, download, only_root, options, reuse):
+    "What `f` reads for these arguments; with `reuse`, read once per process (the last `MAX_LOADED_DATA` kept)"
+    key = (name, _stamp(root), download, only_root, repr(sorted(options.items()))) if reuse else None
+    if key is not None and key in LOADED_DATA: LOADED_DATA.move_to_end(key); return LOADED_DATA[key]
+    ONLY_ROOT[0] = only_root
+    try: d = f(root=root, download=download, **options)
+    finally: ONLY_ROOT[0] = False
+    if key is not None:
+        LOADED_DATA[key] = d
+        while len(LOADED_DATA) > MAX_LOADED_DATA: LOADED_DATA.popitem(last=False)
+    return d
+
 def load_dataset(name:str,            # registry name, a key of DATASETS
                  root=None,           # data folder searched first; see data_dirs
                  img_size:int=None,   # resize the images to this side (area-averaged); None: native
                  train_size:int=None, # keep a stratified subset of this many training images
                  download:bool=True,  # fetch the data when it is missing and the dataset can be downloaded
                  in_memory=None,      # True, False or 'auto'; None: the dataset's default
+                 only_root:bool=False, # True: look in `root` alone (not $LOTUS_DATA nor the cache), and refuse when it is not there
+                 reuse:bool=False,    # True: the files are read once per process for the same arguments (`LOADED_DATA`; a benchmark's prepare)
                  **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
                 ) -> ImageData:       # defaults applied: augmentation, normalisation, size
     "Load the dataset registered as `name`, with its defaults applied"
@@ -265,7 +291,8 @@ def load_dataset(name:str,            # registry name, a key of DATASETS
     if root is not None and not Path(root).expanduser().is_dir():
         raise FileNotFoundError(f"data folder {root} does not exist (dataset {name!r})")
     f = DATASETS[name]; dflt = f.defaults
-    d = f(root=root, download=download, **options)
+    d = copy.copy(_read_dataset(f, name, root, download, only_root and root is not None, options, reuse))   # the caller may set its attributes: a copy
+    d.notes = dict(d.notes)
     if dflt.augment is not None: d.augment = dflt.augment
     if dflt.mean is not None: d.mean, d.std = dflt.mean, dflt.std
     if train_size is not None and train_size < len(d.y_train):

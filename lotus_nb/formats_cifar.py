@@ -74,7 +74,7 @@ def load_cifar10(root=None,    # folder searched first; see data_dirs
     base, _ = find_data('cifar10', ['cifar-10-batches-py/batches.meta'], root, download=_torchvision_download('CIFAR10') if download else None)
     xtr, ytr = read_cifar(base, [f'data_batch_{i}' for i in range(1, 6)], 'labels')
     xte, yte = read_cifar(base, ['test_batch'], 'labels')
-    return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'])
+    return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'], mean=CIFAR_MEAN, std=CIFAR_STD)   # the registered statistics: none computed
 
 @register_dataset('cifar100', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
                   train_images=50_000, heldout_images=10_000, num_classes=100, in_chans=3, label='C-100', in_paper=True, stand_in='digits',
@@ -86,4 +86,4 @@ def load_cifar100(root=None,    # folder searched first; see data_dirs
     base, _ = find_data('cifar100', ['cifar-100-python/meta'], root, download=_torchvision_download('CIFAR100') if download else None)
     xtr, ytr = read_cifar(base, ['train'], 'fine_labels')
     xte, yte = read_cifar(base, ['test'], 'fine_labels')
-    return ImageData('cifar100', xtr, ytr, xte, yte, read_cifar_pickle(base/'meta')['fine_label_names'])
+    return ImageData('cifar100', xtr, ytr, xte, yte, read_cifar_pickle(base/'meta')['fine_label_names'], mean=CIFAR_MEAN, std=CIFAR_STD)

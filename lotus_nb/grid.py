@@ -13,12 +13,13 @@ from .data import dataset_defaults
 from .checks import optional_import, check_choice
 from .device import get_device
 from .checkpoints import cache_key
-from .store import Store, atomic_write, row_id
+from .store import Store, atomic_write, row_id, REHEARSAL_DIR, mark_rehearsal, rehearsal_note
+from .loaders import REHEARSAL, rehearsal
 from .methods import list_methods, is_reference, display_name, role_method
 from .paper_tables import report_tables, table_hyperparams
 from .report import save_table, plot_tau_trace, plot_entropy
 from .tracking import make_tracker
-from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds,
+from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds, check_weights,
                                 benchmark_name)
 from .runner import Unit, run_unit
 from .checks import check_threads
@@ -30,7 +31,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
            'executor_options', 'run_local', 'check_nodes', 'run_ray', 'Benchmark', 'entropy_figure_methods',
-           'collect_benchmark', 'find_benchmark', 'run_grid']
+           'collect_benchmark', 'rehearsal_paths', 'rehearse', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -94,6 +95,7 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
     if dup := sorted({k for k in keys if keys.count(k) > 1}):
         raise ValueError(f"the grid has the same benchmark twice ({', '.join(dup)}): its specs differ only in what does not change a row (e.g. data_root)")
     for p in preps: check_checkpoints(p, seeds, store)
+    check_weights([p for p in preps if p.spec.fast_dev_run])   # a rehearsal says here which models run without their weights
     done = store.done()
     units = [Unit(i, s, todo, ms) for i, p in enumerate(preps) for s in seeds for ms in mseeds
              if (todo := tuple(m for m in methods if p.ident(m, s, ms) not in done))]
@@ -267,9 +269,13 @@ def collect_benchmark(store:Store,     # the results store: rows and records are
     b.tables.update(report_tables(df))   # the paper's shape, and every method and metric in the _extra tables
     unlearners = [m for m in methods if not is_reference(m)]
     if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners, prep.kind)
-    for k, t in b.tables.items(): save_table(t, store.tables, f'{b.key}_{k}')
+    note = rehearsal_note(prep.spec.fast_dev_run, prep.spec.rehearsal_batch)   # a rehearsal's tables and figures say so
+    for k, t in b.tables.items():
+        paths = save_table(t, store.tables, f'{b.key}_{k}')
+        if note: paths['md'].write_text(f"{note}\n\n" + paths['md'].read_text()); paths['tex'].write_text(f"% {note}\n" + paths['tex'].read_text())
     store.figures.mkdir(parents=True, exist_ok=True)
     def save(k, fig):
+        if note: fig.suptitle(note, color='red')
         b.figures[k] = store.figures/f'{b.key}_{k}.png'; fig.savefig(b.figures[k], dpi=120); plt.close(fig)
     run_seeds = sorted(set(df.seed.astype(int)))
     for m in [m for m in list_methods() if m in methods]:
@@ -289,13 +295,36 @@ report = renamed(collect_benchmark, 'lotus_nb.grid.report')   # the old names, u
 streisand = renamed(entropy_figure_methods, 'lotus_nb.grid.streisand')
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
+def rehearsal_paths(folder,          # a real run's out_dir (or cache_dir); None passes
+                    fast_dev_run:int=0 # the rehearsal's batches; 0: the real run, `folder` unchanged
+                   ):
+    "Where a rehearsal keeps what a real run keeps in `folder`: `folder/rehearsal` (a real run's rows, checkpoints and tables never mix with it)"
+    if isinstance(fast_dev_run, bool) or not isinstance(fast_dev_run, int) or fast_dev_run < 0:
+        raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fast_dev_run!r}")
+    if folder is None or not fast_dev_run or Path(folder).name == REHEARSAL_DIR: return folder   # a rehearsal's folder already
+    return Path(folder)/REHEARSAL_DIR
+
+def rehearse(out_dir,          # the notebook's out_dir
+             fast_dev_run:int, # batches per pass; 0: the real run (nothing changes)
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size; None: the real sizes
+            ) -> str: # the out_dir the notebook writes to from here: out_dir/rehearsal, marked
+    "For a notebook's process: from here on a rehearsal of `fast_dev_run` batches (every loader made, every `run_grid` of this process), in out_dir/rehearsal"
+    path = rehearsal_paths(out_dir, fast_dev_run)   # fast_dev_run checked
+    with rehearsal(fast_dev_run, rehearsal_batch): pass   # rehearsal_batch checked
+    if not fast_dev_run: return out_dir
+    mark_rehearsal(Store(path), fast_dev_run, rehearsal_batch)
+    REHEARSAL.update(batches=fast_dev_run, max_batch=rehearsal_batch or 0)
+    log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass" + (f" of at most {rehearsal_batch} images (rehearsal_batch: a CPU cap, not the real batch sizes)" if rehearsal_batch else ' of its real batch size')
+                + f", in {path}: {rehearsal_note(fast_dev_run, rehearsal_batch)}")
+    return str(path)
+
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
                    spec:BenchmarkSpec # the spec as planned, model='auto' allowed
                   ):
     "The `Benchmark` of `run_grid`'s result that ran `spec` (as planned, `model='auto'` included)"
     want = resolve_spec(spec)
-    for b in benchmarks.values():
-        if b.spec == want: return b
+    for b in benchmarks.values():   # a rehearsal's spec is the planned one with its fast_dev_run
+        if b.spec == want or (b.spec is not None and b.spec == dataclasses.replace(want, fast_dev_run=b.spec.fast_dev_run, rehearsal_batch=b.spec.rehearsal_batch)): return b
     raise KeyError(f"no benchmark ran {spec}")
 
 def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
@@ -308,11 +337,18 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
              tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
+             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (`rehearse`), else 0
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: this process's (`rehearse`), else the real sizes
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)
+    if fast_dev_run is None: fast_dev_run = REHEARSAL['batches']
+    if rehearsal_batch is None and fast_dev_run: rehearsal_batch = REHEARSAL['max_batch'] or None
+    out_dir, cache_dir, specs = rehearsal_paths(out_dir, fast_dev_run), rehearsal_paths(cache_dir, fast_dev_run), list(specs)
+    specs = [dataclasses.replace(s, fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch) if fast_dev_run else s for s in specs]
     store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))   # an unknown tracker, or its package missing: refused here
+    if fast_dev_run: mark_rehearsal(store, fast_dev_run, rehearsal_batch)
     plan = plan_grid(specs, seeds, methods, store, skip_missing, method_seeds)
     for s, why in plan.missing.values(): log.warning(f"grid: skipping {s.dataset} ({s.model}): {why}")
     if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")   # before any new row

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses, math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+import contextlib, collections
 import numpy as np, torch, torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from .data import ImageData, ImageFiles, default_workers, stratified_sample
@@ -14,9 +15,9 @@ from .splits import Splits
 from .augment import augment_batch
 
 # %% auto #0
-__all__ = ['Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'BatchLoader', 'IndexSplit', 'TensorLoader', 'TensorSplit',
-           'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split',
-           'MemoryLoader', 'MemorySplit']
+__all__ = ['LOADED', 'REHEARSAL', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'rehearsal', 'BatchLoader',
+           'IndexSplit', 'TensorLoader', 'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit',
+           'tensor_splits', 'device_splits', 'unseen_split', 'MemoryLoader', 'MemorySplit']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -84,6 +85,22 @@ def unnormalize(xb,   # a normalised B x C x H x W batch
     return xb*s + m
 
 # %% ../nbs/01d_loaders.ipynb #1836f81d
+LOADED = collections.Counter()   # batches and images every loader of this process yielded: 'train_batches', 'train_images' (shuffled passes), 'eval_batches', 'eval_images'
+REHEARSAL = dict(batches=0, max_batch=0)   # a rehearsal (fast_dev_run): every pass of a loader made while `batches` > 0 yields at most that many batches, each of at most `max_batch` items (0: its real size)
+
+@contextlib.contextmanager
+def rehearsal(batches:int,     # batches per pass of every loader made inside the block; 0: the real run (no cap)
+              max_batch:int=None): # a CPU rehearsal's cap on every batch's size; None: the real batch sizes
+    "Inside the block, every loader made (training, unlearning, evaluation) yields at most `batches` batches of its real size (or `max_batch`) per pass"
+    if isinstance(batches, bool) or not isinstance(batches, int) or batches < 0:
+        raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {batches!r}")
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1 or not batches):
+        raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {max_batch!r}")
+    prev = dict(REHEARSAL)   # a rehearsal inside a rehearsal keeps the outer one's caps where it sets none
+    REHEARSAL.update(batches=batches or prev['batches'], max_batch=max_batch or prev['max_batch'])
+    try: yield
+    finally: REHEARSAL.update(prev)
+
 class BatchLoader:
     "What `TensorLoader` and `FileLoader` share: the batch count, a seeded order each pass, normalisation constants, tags"
     def __init__(self,
@@ -98,21 +115,27 @@ class BatchLoader:
                  size,       # resize batches to size x size; None: as stored
                  device,     # where batches are normalised and yielded
                 ):
+        if REHEARSAL['batches'] and REHEARSAL['max_batch']: batch_size = min(batch_size, REHEARSAL['max_batch'])   # a CPU rehearsal's cap
         self.n, self.batch_size, self.shuffle, self.augment, self.size = n, batch_size, shuffle, augment, size
         self.tags = None if tags is None else torch.as_tensor(np.asarray(tags), dtype=torch.bool)
         self.mean, self.std = norm_tensor(mean, device), norm_tensor(std, device)
         self.gen = torch.Generator().manual_seed(seed)
-    def __len__(self): return math.ceil(self.n/self.batch_size)
+        self.limit = REHEARSAL['batches'] or None   # a rehearsal's cap on the batches of each pass, fixed when the loader is made
+    def __len__(self): return math.ceil((self.n if self.limit is None else min(self.n, self.limit*self.batch_size))/self.batch_size)
     def order(self) -> torch.Tensor:
-        "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ..."
-        return torch.randperm(self.n, generator=self.gen) if self.shuffle else torch.arange(self.n)
+        "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal, `limit` batches' worth of it"
+        o = torch.randperm(self.n, generator=self.gen) if self.shuffle else torch.arange(self.n)
+        if self.limit is None or self.limit*self.batch_size >= self.n: return o
+        m = self.limit*self.batch_size   # in order: items spread evenly over the split (a split in class order keeps its classes), else the permutation's first
+        return o[:m] if self.shuffle else torch.arange(m)*self.n//m
     def batch(self,
               xb, # the prepared images
               yb, # their labels
               sel, # their positions among the items, for their tags
               device, # where the tags go
              ) -> tuple: # (xb, yb), or (xb, yb, tags) when the loader has tags
-        "One batch as yielded: `(xb, yb)`, and the tags of the items `sel` when there are tags"
+        "One batch as yielded: `(xb, yb)`, and the tags of the items `sel` when there are tags; counted in `LOADED`"
+        kind = 'train' if self.shuffle else 'eval'; LOADED[f'{kind}_batches'] += 1; LOADED[f'{kind}_images'] += len(sel)
         return (xb, yb) + (self.tags[sel].to(device),) if self.tags is not None else (xb, yb)
 
 # %% ../nbs/01d_loaders.ipynb #5ff4f971

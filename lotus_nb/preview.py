@@ -21,6 +21,7 @@ from .models import model_arch
 from .store import Store
 from .benchmark_spec import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
 from .grid import plan_grid
+from .store import REHEARSAL_DIR
 from .paper_plan import plan_table, plan_benchmark, SYNTHETIC_UNSEEN
 from .ablation_study import plan_ablation, lotus_variant, VARIANT_OF
 
@@ -29,7 +30,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'GPUS', 'MEASURED', 'data_status', 'with_recipe', 'probe_seconds', 'Measured', 'utilisation', 'step_flops',
            'gpu_factor', 'target_seconds', 'weights_status', 'Estimate', 'estimate', 'Preview', 'preview_grids',
-           'preview_grid', 'render_preview', 'paper_grids']
+           'preview_grid', 'render_preview', 'paper_grids', 'rehearsal_report']
 
 # %% ../nbs/20b_preview.ipynb #ca579120
 def data_status(specs # BenchmarkSpecs (resolved or not)
@@ -380,3 +381,26 @@ def paper_grids(scale:str,             # 'embedded' or 'paper'
                   ('ablation: LoTUS + SalUn', R([focus_p]), [role_method('gold'), VARIANT_OF, 'lotus_salun']),
                   ('ablation: retain sweep', [lotus_variant(s, retain_pct=r) for r in (.1, .3, .5, .9) for s in R([sweep_p])], [VARIANT_OF])]
     return [g for g in grids if g[1]]
+
+# %% ../nbs/20b_preview.ipynb #6f614c7d
+def rehearsal_report(out_dir,            # the rehearsal's out_dir (its store is out_dir/rehearsal), or that store itself
+                     pv:Preview=None,     # a preview of the real run (preview_grid(s)); None: no recomputed estimate
+                     top:int=10,          # how many of the slowest stages
+                    ) -> dict: # 'slowest', 'memory', 'rates' and (with pv) 'estimate': DataFrames
+    "What a rehearsal measured (its store's stages.csv): the slowest stages, each model's peak memory and seconds per image pass, and `pv`'s device-hours with those seconds"
+    store = Store(out_dir) if Store(out_dir).rehearsal else Store(Path(out_dir)/REHEARSAL_DIR)
+    path = store.root/'stages.csv'
+    if not path.exists(): raise FileNotFoundError(f"no stages.csv in {store.root}: run the rehearsal first (fast_dev_run=N)")
+    st = pd.read_csv(path); st['name'] = st.benchmark.str.rsplit('-', n=1).str[0]
+    out = dict(slowest=st.sort_values('seconds', ascending=False).head(top)[['benchmark', 'seed', 'stage', 'seconds', 'train_batches', 'eval_batches', 'peak_rss_mb', 'peak_mem_mb']].reset_index(drop=True))
+    out['memory'] = st.groupby('model')[['peak_rss_mb', 'peak_mem_mb']].max()
+    r = st.groupby('model')[['seconds', 'train_images', 'eval_images']].sum()
+    r['s_per_image'] = r.seconds/(r.train_images + r.eval_images/3).clip(lower=1)
+    out['rates'] = r
+    if pv is not None:
+        model_of = dict(zip(st.name, st.model))
+        e = pv.plan[['benchmark', 'passes', 's_per_image', 'hours']].copy()
+        e['model'] = e.benchmark.map(model_of); e['measured_s_per_image'] = e.model.map(r.s_per_image)
+        e['measured_hours'] = e.passes*e.measured_s_per_image/3600
+        out['estimate'] = e
+    return out

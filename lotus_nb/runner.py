@@ -4,13 +4,13 @@
 
 # %% ../nbs/08a_runner.ipynb #dcaef0e0
 from __future__ import annotations
-import dataclasses, logging
+import contextlib, dataclasses, logging, time
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, torch, torch.nn as nn
 from .data import dataset_defaults, torch_threads
 from .checks import check_seed, check_threads
-from .loaders import unseen_split
+from .loaders import unseen_split, rehearsal, LOADED
 from .set_checks import check_disjoint
 from .models import model_input_size, reinit_copy
 from .device import get_device, to_device
@@ -24,7 +24,55 @@ from .catalog import load_plugins   # the unseen sources and run arrays it looks
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'SeedContext', 'fit_original', 'seed_context', 'measure', 'run_seed', 'Unit', 'run_unit']
+__all__ = ['log', 'STAGES', 'LOADED_KEYS', 'measure', 'stage', 'write_stages', 'SeedContext', 'fit_original', 'seed_context',
+           'run_seed', 'Unit', 'run_unit']
+
+# %% ../nbs/08a_runner.ipynb #3a8f902f
+def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/clear_refs), returning nan
+                ) -> float: # the process's peak resident memory since the last reset, MiB (elsewhere: since it started)
+    try:
+        if reset: Path('/proc/self/clear_refs').write_text('5'); return float('nan')
+        return next(int(l.split()[1])/1024 for l in open('/proc/self/status') if l.startswith('VmHWM'))
+    except (OSError, StopIteration):
+        import resource
+        return float('nan') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024
+
+class measure:
+    "Context of one run: its peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
+    def __init__(self, device): # the run's torch.device
+        self.cuda, self.device, self.usage = device.type == 'cuda', device, {}
+    def __enter__(self):
+        if self.cuda: torch.cuda.synchronize(self.device); torch.cuda.reset_peak_memory_stats(self.device)
+        _peak_rss_mb(reset=True); return self
+    def __exit__(self, *exc):
+        mem = torch.cuda.max_memory_allocated(self.device)/2**20 if self.cuda else float('nan')
+        self.usage = dict(threads=torch.get_num_threads(), peak_mem_mb=round(mem, 1), peak_rss_mb=round(_peak_rss_mb(), 1))
+
+STAGES = []   # this process's stages since run_seed began: one dict each (stage, seconds, batches and images loaded, peak memory)
+LOADED_KEYS = ('train_batches', 'train_images', 'eval_batches', 'eval_images')
+
+@contextlib.contextmanager
+def stage(name:str, # what runs in the block, e.g. 'f_orig', 'unlearn lotus'
+          device):  # the run's torch.device (its peak memory, and a CUDA sync before the clock stops)
+    "Time the block as stage `name`: its seconds, the batches and images its loaders yielded (`LOADED`), its peak host RSS and device memory, appended to `STAGES`"
+    before, t0 = {k: LOADED[k] for k in LOADED_KEYS}, time.perf_counter()
+    with measure(device) as use:
+        yield use
+        if use.cuda: torch.cuda.synchronize(device)
+    STAGES.append(dict(stage=name, seconds=round(time.perf_counter() - t0, 3), **{k: LOADED[k] - before[k] for k in LOADED_KEYS},
+                       peak_rss_mb=use.usage['peak_rss_mb'], peak_mem_mb=use.usage['peak_mem_mb']))
+
+def write_stages(store,        # the results store; a store without a folder (a Ray worker's) keeps none
+                 prep:Prepared, # the unit's benchmark
+                 seed:int,     # the unit's seed
+                 method_seed,  # the unit's method seed
+                 stages:list): # the dicts `stage` appended
+    "Append a unit's stages to `stages.csv` beside the store's results, with the benchmark, seed, model and rehearsal"
+    if not stages or not isinstance(getattr(store, 'root', None), Path): return
+    import pandas as pd
+    df = pd.DataFrame([dict(benchmark=prep.key, model=prep.spec.model, seed=seed, method_seed=method_seed, fast_dev_run=prep.spec.fast_dev_run, **s) for s in stages])
+    path = store.root/'stages.csv'; path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(path, mode='a', header=not path.exists(), index=False)
 
 # %% ../nbs/08a_runner.ipynb #d4fa122e
 @dataclass
@@ -52,7 +100,8 @@ def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains
                  progress:bool=True  # show the training progress bar
                 ) -> tuple: # (f_orig, its training meta)
     "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
-    return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
+    with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
+        return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
 
 def seed_context(prep:Prepared,      # the prepared benchmark
                  seed:int,           # draws the splits and seeds the training of f_orig and f_gold
@@ -63,40 +112,21 @@ def seed_context(prep:Prepared,      # the prepared benchmark
     "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
     load_plugins(); dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, store)
     model, dd, make = prep.spec.model, dataset_defaults(prep.spec.dataset), prep.make_model
-    ts = prep.device_splits(seed, dev)
+    with stage('splits', dev): ts = prep.device_splits(seed, dev)
     check_disjoint(ts)   # forget, retain, unseen and test share no item: refused before any training
-    if dd.train_original: f_orig, orig_meta = fit_original(prep, seed, orig_ck, ts, dev, progress)
-    else: f_orig, orig_meta = to_device(make(), dev), dict(time_min=float('nan'), history=[])  # the pretrained model is f_orig
-    f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
-                         else (None, None))
-    ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'])
+    with stage('f_orig', dev):
+        if dd.train_original: f_orig, orig_meta = fit_original(prep, seed, orig_ck, ts, dev, progress)
+        else: f_orig, orig_meta = to_device(make(), dev), dict(time_min=float('nan'), history=[])  # the pretrained model is f_orig
+    with stage('f_gold', dev):
+        f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
+                             else (None, None))
+    with stage('reference', dev): ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'])
     if prep.spec.unseen == 'heldout': unseen = ts['unseen']
     elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
     else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
     return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember)
-
-# %% ../nbs/08a_runner.ipynb #3a8f902f
-def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/clear_refs), returning nan
-                ) -> float: # the process's peak resident memory since the last reset, MiB (elsewhere: since it started)
-    try:
-        if reset: Path('/proc/self/clear_refs').write_text('5'); return float('nan')
-        return next(int(l.split()[1])/1024 for l in open('/proc/self/status') if l.startswith('VmHWM'))
-    except (OSError, StopIteration):
-        import resource
-        return float('nan') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024
-
-class measure:
-    "Context of one run: its peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
-    def __init__(self, device): # the run's torch.device
-        self.cuda, self.device, self.usage = device.type == 'cuda', device, {}
-    def __enter__(self):
-        if self.cuda: torch.cuda.synchronize(self.device); torch.cuda.reset_peak_memory_stats(self.device)
-        _peak_rss_mb(reset=True); return self
-    def __exit__(self, *exc):
-        mem = torch.cuda.max_memory_allocated(self.device)/2**20 if self.cuda else float('nan')
-        self.usage = dict(threads=torch.get_num_threads(), peak_mem_mb=round(mem, 1), peak_rss_mb=round(_peak_rss_mb(), 1))
 
 # %% ../nbs/08a_runner.ipynb #99bfdae8
 def run_seed(prep:Prepared,         # the prepared benchmark
@@ -117,8 +147,11 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     if not todo: return 0
     dev = get_device(device)
     overlap = dev.type == 'cuda' if overlap_attacks is None else bool(overlap_attacks)
-    with torch_threads(check_threads(threads)):   # a CPU run's last digits depend on it: the row records it
-        return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap)
+    STAGES.clear()
+    try:
+        with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a CPU run's last digits depend on it: the row records it
+            return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap)
+    finally: write_stages(store, prep, seed, ms, STAGES)   # what each stage took, a failed unit's too
 
 def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> int:
     ctx = seed_context(prep, seed, store, dev, progress)
@@ -148,13 +181,14 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
         pending.clear()
     try:
         for i, m in enumerate(todo):
-            with measure(dev) as use:
-                r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
+            with stage(f'unlearn {m}', dev) as u1: r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
+            with stage(f'evaluate {m}', dev) as u2:
                 metrics, record = (gold[0] if gold and r.model is f_gold else ev(r.model)), r.record   # gold's are known
                 arrays = {**metrics['entropies'], **{k: v for n in prep.spec.arrays for k, v in RUN_ARRAYS[n](prep, ctx, r.model).items()}}
                 del r
+            usage = {**u1.usage, **{k: max(u1.usage[k], u2.usage[k]) for k in ('peak_mem_mb', 'peak_rss_mb')}}   # nan where not measured
             flush()                      # the previous method's row: its attacks ran while this method unlearned
-            pending.append((i, m, metrics, record, arrays, use.usage))
+            pending.append((i, m, metrics, record, arrays, usage))
             if not overlap: flush()      # without overlap, each row is written as soon as it is known
     finally: flush()                     # a method that fails loses no earlier row
     return wrote

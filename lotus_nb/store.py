@@ -14,8 +14,9 @@ from .metric_facts import builtin_metrics   # the built-in metrics, registered w
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'RENAMED_COLUMNS', 'ID_FIELDS', 'patch', 'renamed_columns', 'row_id',
-           'fsync_dir', 'atomic_write', 'check_writable', 'Store']
+__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'RENAMED_COLUMNS', 'ID_FIELDS', 'REHEARSAL_DIR', 'patch',
+           'renamed_columns', 'row_id', 'fsync_dir', 'atomic_write', 'check_writable', 'Store', 'rehearsal_note',
+           'mark_rehearsal']
 
 # %% ../nbs/07a_store.ipynb #92224d01
 def patch(f): # a function whose first parameter is annotated with its class, e.g. self:Store
@@ -129,6 +130,33 @@ class Store:
     def index(self) -> Path: return self.root/'index.md'
     @property
     def notebooks(self) -> Path: return self.root/'notebooks'
+    @property
+    def rehearsal_mark(self) -> Path: return self.root/'REHEARSAL.json'
+    @property
+    def rehearsal(self) -> int: # fast_dev_run of the rehearsal this store holds; 0: a real run's store
+        return json.loads(self.rehearsal_mark.read_text())['fast_dev_run'] if self.rehearsal_mark.exists() else 0
+    @property
+    def rehearsal_batch(self) -> int: # the rehearsal's cap on every batch's size; None: the real sizes (or a real run's store)
+        return json.loads(self.rehearsal_mark.read_text()).get('rehearsal_batch') if self.rehearsal_mark.exists() else None
+
+# %% ../nbs/07a_store.ipynb #fe96bf91
+REHEARSAL_DIR = 'rehearsal'   # the store of a rehearsal: this folder under the real run's out_dir
+
+def rehearsal_note(fast_dev_run:int,     # batches per pass of the rehearsal; 0: a real run
+                   rehearsal_batch:int=None # its cap on every batch's size; None: the real sizes
+                  ) -> str: # '' for a real run
+    "The words every caption of a rehearsal's tables and figures carries"
+    if not fast_dev_run: return ''
+    return f"rehearsal: {fast_dev_run} batches" + (f" of at most {rehearsal_batch} images (rehearsal_batch)" if rehearsal_batch else '') + ", not results."
+
+def mark_rehearsal(store:Store, fast_dev_run:int, # a positive batch count
+                   rehearsal_batch:int=None # its cap on every batch's size; None: the real sizes
+                  ):
+    "Mark `store` as a rehearsal's; refuse a store that holds a real run's rows, or another rehearsal's batch count"
+    if store.results.exists() and not store.rehearsal_mark.exists(): raise ValueError(f"{store.root} holds a real run's rows: a rehearsal writes to a store of its own")
+    if store.rehearsal not in (0, fast_dev_run): raise ValueError(f"{store.root} holds a rehearsal of {store.rehearsal} batches, not {fast_dev_run}: use another out_dir")
+    if store.rehearsal and store.rehearsal_batch != rehearsal_batch: raise ValueError(f"{store.root} holds a rehearsal of rehearsal_batch {store.rehearsal_batch}, not {rehearsal_batch}: use another out_dir")
+    store.root.mkdir(parents=True, exist_ok=True); store.rehearsal_mark.write_text(json.dumps(dict(fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch)))
 
 # %% ../nbs/07a_store.ipynb #a2aad6de
 @patch
