@@ -362,17 +362,3 @@ def test_unbound_check_can_fail(tmp_path):
                                          nbformat.v4.new_code_cell('import math\ndef g(task): return task\nz = g(task)')])   # a parameter binds nothing outside
     nbformat.write(nb, tmp_path/'t.ipynb')
     assert unbound_in_show_doc_run(tmp_path/'t.ipynb') == [(2, ['x']), (3, ['task'])]
-
-def test_nbdev_proc_nbs_on_a_fresh_copy(tmp_path):
-    """`nbdev_proc_nbs`, what `nbdev_docs` (and so the Pages workflow) runs before Quarto, passes on a fresh copy of the
-    repository (its tracked files, in a folder named lotus_nb) at the machine's default thread count"""
-    from helpers import run, script
-    files = subprocess.run(['git', 'ls-files', '-z'], cwd=ROOT, capture_output=True, check=True).stdout.decode().split('\0')
-    copy = tmp_path/'lotus_nb'
-    for f in filter(None, files):
-        if (ROOT/f).is_file(): (copy/f).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(ROOT/f, copy/f)
-    env = {k: v for k, v in os.environ.items() if k not in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')}
-    env['PYTHONPATH'] = str(copy)                      # the copy's lotus_nb, not the checkout's or an installed one
-    r = subprocess.run([script('nbdev_proc_nbs')], cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
-    assert (copy/'_proc'/'05_lotus.ipynb').exists() and (copy/'_proc'/'index.ipynb').exists()
