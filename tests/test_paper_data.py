@@ -6,7 +6,7 @@ output, rewrites an unfinished one, and rewrites one of other settings only with
 import json, os, sys
 from pathlib import Path
 import numpy as np, pytest, torch
-from conftest import ROOT
+from helpers import ROOT
 sys.path.insert(0, str(ROOT/'tools'))
 import paper_data as PD
 from lotus_nb.data import load_dataset, dataset_defaults
