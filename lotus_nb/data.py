@@ -282,8 +282,8 @@ def load_dataset(name:str,            # registry name, a key of DATASETS
                  train_size:int=None, # keep a stratified subset of this many training images
                  download:bool=True,  # fetch the data when it is missing and the dataset can be downloaded
                  in_memory=None,      # True, False or 'auto'; None: the dataset's default
-                 only_root:bool=False, # True: look in `root` alone (not $LOTUS_DATA nor the cache), and refuse when it is not there
-                 reuse:bool=False,    # True: the files are read once per process for the same arguments (`LOADED_DATA`; a benchmark's prepare)
+                 only_root:bool=False, # True: look in root alone (not $LOTUS_DATA nor the cache), and refuse when it is not there
+                 reuse:bool=False,    # True: the files are read once per process for the same arguments (LOADED_DATA; a benchmark's prepare)
                  **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
                 ) -> ImageData:       # defaults applied: augmentation, normalisation, size
     "Load the dataset registered as `name`, with its defaults applied"

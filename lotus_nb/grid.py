@@ -296,7 +296,7 @@ streisand = renamed(entropy_figure_methods, 'lotus_nb.grid.streisand')
 
 # %% ../nbs/20_grid.ipynb #5f24f9d2
 def rehearsal_paths(folder,          # a real run's out_dir (or cache_dir); None passes
-                    fast_dev_run:int=0 # the rehearsal's batches; 0: the real run, `folder` unchanged
+                    fast_dev_run:int=0 # the rehearsal's batches; 0: the real run, folder unchanged
                    ):
     "Where a rehearsal keeps what a real run keeps in `folder`: `folder/rehearsal` (a real run's rows, checkpoints and tables never mix with it)"
     if isinstance(fast_dev_run, bool) or not isinstance(fast_dev_run, int) or fast_dev_run < 0:
@@ -337,8 +337,8 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
              tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
-             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (`rehearse`), else 0
-             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: this process's (`rehearse`), else the real sizes
+             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (set by rehearse), else 0
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: this process's (set by rehearse), else the real sizes
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"

@@ -66,7 +66,7 @@ def write_stages(store,        # the results store; a store without a folder (a 
                  prep:Prepared, # the unit's benchmark
                  seed:int,     # the unit's seed
                  method_seed,  # the unit's method seed
-                 stages:list): # the dicts `stage` appended
+                 stages:list): # the dicts that stage appended
     "Append a unit's stages to `stages.csv` beside the store's results, with the benchmark, seed, model and rehearsal"
     if not stages or not isinstance(getattr(store, 'root', None), Path): return
     import pandas as pd

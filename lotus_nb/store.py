@@ -149,7 +149,8 @@ def rehearsal_note(fast_dev_run:int,     # batches per pass of the rehearsal; 0:
     if not fast_dev_run: return ''
     return f"rehearsal: {fast_dev_run} batches" + (f" of at most {rehearsal_batch} images (rehearsal_batch)" if rehearsal_batch else '') + ", not results."
 
-def mark_rehearsal(store:Store, fast_dev_run:int, # a positive batch count
+def mark_rehearsal(store:Store,       # the rehearsal's store (out_dir/rehearsal)
+                   fast_dev_run:int, # a positive batch count
                    rehearsal_batch:int=None # its cap on every batch's size; None: the real sizes
                   ):
     "Mark `store` as a rehearsal's; refuse a store that holds a real run's rows, or another rehearsal's batch count"
