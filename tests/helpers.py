@@ -59,3 +59,15 @@ def read_rows(path) -> pd.DataFrame:
 
 sys.path.insert(0, str(ROOT/'tools'))
 import import_graph   # the one import scanner: tools/import_graph.py (`scan`, `scan_file`, `graph`, `problems`)
+
+def checkout_copy(dst: Path) -> Path:
+    """Copy the files git would check out (tracked, or new and not ignored) to `dst`, as a fresh clone has them;
+    package archives (.whl, .tar.gz, .zip) lying in the work tree are downloads or build outputs, not sources"""
+    res = run(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], cwd=ROOT, timeout=60)
+    assert res.returncode == 0, show(res)
+    for name in filter(None, res.stdout.split('\0')):
+        src = ROOT/name
+        if src.is_file() and not name.endswith(('.whl', '.tar.gz', '.zip')):
+            (dst/name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst/name)
+    return dst

@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
+from helpers import checkout_copy, run, script, show
 import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
 PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
@@ -353,6 +354,52 @@ def test_nbdev_docs_can_process():
     "Every chapter survives nbdev's `exec_show_docs`: no cell it runs reads a name only a skipped cell defines"
     bad = {p.name: u for p in bd.site_notebooks() if (u := unbound_in_show_doc_run(p))}
     assert bad == {}, f"nbdev_docs would stop on these cells (cell index, names): {bad}; put the imports in a cell of their own"
+
+def shown_cells_that_compute(nb_path) -> list:
+    """Cells that nbdev's `exec_show_docs` runs (every cell with an import) that also compute: a chapter's checks
+    belong in cells it skips, so that the docs build runs exports, imports and `show_doc` only (seconds, not training)"""
+    import ast, warnings
+    from execnb.nbio import read_nb
+    from nbdev.process import NBProcessor
+    from nbdev.processors import _do_eval
+    nb = read_nb(nb_path); NBProcessor(nb=nb, rm_directives=False)
+    codes = [c for c in nb.cells if c.cell_type == 'code']
+    if not any(c.directives_.keys() & {'export', 'exports', 'exporti'} or 'show_doc(' in c.source for c in codes): return []   # nbdev runs nothing
+    out = []
+    for c in nb.cells:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            if c.cell_type != 'code' or not _do_eval(c) or c.directives_.keys() & {'export', 'exports', 'exporti', 'exec_doc'}: continue
+        tree = ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
+        if any(not isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body) and 'show_doc(' not in c.source: out.append(c.idx_)
+    return out
+
+ALLOWED_COMPUTE = {'19_deviations.ipynb'}   # its import cell puts tests/ on sys.path for ledger_probes first
+
+def test_docs_build_runs_no_checks():
+    bad = {p.name: u for p in bd.site_notebooks() if p.name not in ALLOWED_COMPUTE and (u := shown_cells_that_compute(p))}
+    assert bad == {}, f"cells nbdev_docs would run besides imports (cell index): {bad}; put the imports in a cell of their own"
+
+def test_compute_check_can_fail(tmp_path):
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('#| export\ndef f(): return 1'),
+                                         nbformat.v4.new_code_cell('import math'),
+                                         nbformat.v4.new_code_cell('import math\ny = math.sqrt(f())'),
+                                         nbformat.v4.new_code_cell('y = f()')])
+    nbformat.write(nb, tmp_path/'t.ipynb')
+    assert shown_cells_that_compute(tmp_path/'t.ipynb') == [2]
+
+def test_nbdev_proc_nbs_on_a_fresh_copy(tmp_path):
+    """`nbdev_proc_nbs`, what `nbdev_docs` (and so the Pages workflow) runs before Quarto, passes on a fresh copy of
+    the repository at the machine's default thread count"""
+    src = checkout_copy(tmp_path/'lotus_nb')
+    env = {k: v for k, v in os.environ.items() if k not in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')}
+    env['PYTHONPATH'] = str(src)
+    with subprocess.Popen([script('nbdev_proc_nbs')], cwd=src, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:
+        out, _ = p.communicate(timeout=1200)
+    assert p.returncode == 0, out[-20_000:]
+    procd = {q.name for q in (src/'_proc').rglob('*.ipynb')}
+    assert {q.name for q in bd.site_notebooks()} <= procd, sorted({q.name for q in bd.site_notebooks()} - procd)
 
 def test_unbound_check_can_fail(tmp_path):
     import nbformat

@@ -6,7 +6,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 import lotus_nb
-from helpers import ROOT, run, show
+from helpers import ROOT, checkout_copy, run, show
 
 def settings():
     cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
@@ -109,18 +109,6 @@ def check_metadata(text: str, where: str):
         have.add((str(r), extra))
     assert have == want, f"{where}: Requires-Dist differs from settings.ini: missing {want - have}, extra {have - want}"
     assert set(meta.get_all('Provides-Extra') or []) == set(extras) | {'all', 'dev'}, (where, meta.get_all('Provides-Extra'))
-
-def checkout_copy(dst: Path) -> Path:
-    """Copy the files git would check out (tracked, or new and not ignored) to `dst`, as a fresh clone has them;
-    package archives (.whl, .tar.gz, .zip) lying in the work tree are downloads or build outputs, not sources"""
-    res = run(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], cwd=ROOT, timeout=60)
-    assert res.returncode == 0, show(res)
-    for name in filter(None, res.stdout.split('\0')):
-        src = ROOT/name
-        if src.is_file() and not name.endswith(('.whl', '.tar.gz', '.zip')):
-            (dst/name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst/name)
-    return dst
 
 def size_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob('*') if f.is_file() and not f.is_symlink()) / 2**20
