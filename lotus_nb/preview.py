@@ -156,7 +156,7 @@ def target_seconds(model:str,       # a registered model name
 # %% ../nbs/20b_preview.ipynb #e5f6a7b8
 def _weights_source(model:str) -> tuple:
     "('timm', variant) or ('hub', url): where a registered model's pretrained weights come from; None for a model without"
-    return {'vit_b_16': ('timm', VIT_B_16_TIMM), 'vit_b_16_imagenet': ('hub', torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.url),
+    return {'vit_b_16': ('timm', VIT_B_16_TIMM), 'vit_b_16_timm': ('timm', VIT_B_16_TIMM), 'vit_b_16_imagenet': ('hub', torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.url),
             'resnet18_tv': ('hub', torchvision.models.ResNet18_Weights.IMAGENET1K_V1.url)}.get(model)
 
 def weights_status(model:str,     # a registered model name
