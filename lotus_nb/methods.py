@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_methods.ipynb #6c18b776
 from __future__ import annotations
-import copy, dataclasses, logging, warnings
+import copy, dataclasses, inspect, logging, warnings
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -57,7 +57,12 @@ class UnlearnTask:
                                    check_sets=False)   # the same sets, checked already (and a device's tensors are not hashed again)
     def retain_subset(self):
         "The seeded `retain_pct` of $D_r$ (unstratified by default, as the authors draw it), drawn on first use"
-        if self.retain_sub is None: self.retain_sub = self.retain.subset(self.retain_pct, self.seed, stratified=self.retain_draw == 'stratified')
+        if self.retain_sub is None:
+            if 'stratified' in inspect.signature(self.retain.subset).parameters:
+                self.retain_sub = self.retain.subset(self.retain_pct, self.seed, stratified=self.retain_draw == 'stratified')
+            else:   # a split of one's own whose subset(frac, seed) predates retain_draw: its own (stratified) rule
+                if self.retain_draw != 'stratified': warnings.warn(f"{type(self.retain).__name__}.subset takes no `stratified` argument: its own draw is used, not retain_draw={self.retain_draw!r}")
+                self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
         return self.retain_sub
 
 # %% ../nbs/04_methods.ipynb #4250e6f3
