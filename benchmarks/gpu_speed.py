@@ -252,7 +252,7 @@ def user_paths(name, shape, dev, args) -> list:
               'TensorDataset streamed per item (0.3)': {k: DatasetSplit(v) for k, v in ds.items()}}
     over = dict(epochs=args.lotus_epochs) if args.lotus_epochs else {}
     out = []
-    for label, sp in inputs.items():
+    for label, sp in list(inputs.items())[:getattr(args, 'user_inputs', None) or None]:
         with fast_path(True):          # the README's call; it builds the task, reading the user's data, inside
             sync(dev); t0 = time.perf_counter()
             _, rec = lotus_unlearn(f_orig, sp['forget'], sp['retain'], sp['unseen'], seed=0, arch=arch, progress=False, **over); sync(dev)
@@ -399,6 +399,7 @@ def main(argv=None):
                     help='first check that fast and plain agree (default: on CUDA)')
     ap.add_argument('--user-path', action=argparse.BooleanOptionalAction, default=True,
                     help="also LoTUS and evaluate through a user's TensorDatasets, against our TensorSplits (the first model)")
+    ap.add_argument('--user-inputs', type=int, default=None, help="the user path's first N inputs only (default: all five; the streamed ones are the slow ones)")
     ap.add_argument('--json', default=None, help='write every number to this file')
     args = ap.parse_args(argv)
     dev = torch.device(args.device)

@@ -115,7 +115,8 @@ def cifake_label(filename:str, # a file name of CIFAKE's test/FAKE/, e.g. '1000 
     return int(m[1]) - 1
 
 @register_dataset('cifake', model=None, img_size=32, augment='none', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
-                  gold=False, unseen_for='cifar10', in_paper=True)   # no stand-in: at embedded scale a generator makes the synthetic D_u
+                  gold=False, unseen_for='cifar10', in_paper=True,   # no stand-in: at embedded scale a generator makes the synthetic D_u
+                  train_images=0, heldout_images=10_000, num_classes=10, in_chans=3)   # test/FAKE: 1,000 of each CIFAR-10 class
 def load_cifake(root=None,    # folder searched first; see data_dirs
                 download=True, # unused: CIFAKE comes from Kaggle (see HOW_TO_GET)
                 ):

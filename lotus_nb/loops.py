@@ -88,13 +88,14 @@ def _pinned(t): # a host tensor is copied into page-locked memory (its copy to t
 
 def device_batches(batches, # iterable of batches, each a sequence of tensors (on the host or device)
                    device):  # where the batches go; on CUDA they are made on a side stream
-    "`batches` moved to `device`; on CUDA each one is made on a side stream that the current stream then waits for"
+    "`batches` moved to `device`; on CUDA each one is made on a side stream that the stream current when it is asked for then waits for"
     device = torch.device(device)
     if device.type != 'cuda':
         for b in batches: yield [t.to(device, non_blocking=True) for t in b]
         return
-    side, main, it = torch.cuda.Stream(device, priority=-1), torch.cuda.current_stream(device), iter(batches)
+    side, it = torch.cuda.Stream(device, priority=-1), iter(batches)
     while True:
+        main = torch.cuda.current_stream(device)   # per batch: a batch asked for inside a step on a graph's stream is waited for there
         with torch.cuda.stream(side):
             try: b = next(it)
             except StopIteration: return
@@ -216,11 +217,11 @@ class StepGraph:
             # before the capture, a draw shorter than the batch (a partial forget batch?): wait a step, once;
             # after it, draws of another shape than the captured ones. Either way this step runs eagerly, on the draws already made
             self.deferred |= wait; FAST_STATS['eager_steps'] += 1
-            return train_step(self.model, inputs, self.loss_fn, opt, self.hook, device)
+            return self._eager(inputs, opt, device)   # on the graph's stream, as every eager step of a graphed epoch (see _eager)
         if self.static is None:
             self.static = [t.clone() for t in inputs]
             if not self._capture(opt, device):   # run this step eagerly on the static inputs: its random draws are made
-                return train_step(self.model, self.static, self.loss_fn, opt, self.hook, device)
+                return self._eager(self.static, opt, device)
         else:
             for s, t in zip(self.static, inputs): s.copy_(t, non_blocking=True)
         FAST_STATS['graph_steps'] += 1
@@ -231,6 +232,8 @@ class StepGraph:
         "An eager step on the graph's own stream, where the warm-up ran and the capture runs: a batch of another shape, or after a failed capture"
         FAST_STATS['eager_steps'] += 1; return self._eager(batch, opt, device)
     def _eager(self, batch, opt, device):   # on the capture stream: the parameters' AccumulateGrad nodes (kept alive by the captured loss) see one stream
+        # every eager step of a graphed epoch comes here (warm-up, a batch or draw of another shape, a failed capture): one on the
+        # current stream made torch warn "The AccumulateGrad node's stream does not match" (NegGrad+'s partial forget batch, issue 39)
         if self.emulate: return train_step(self.model, batch, self.loss_fn, opt, self.hook, device)
         main = torch.cuda.current_stream(device); self.stream.wait_stream(main)
         with torch.cuda.stream(self.stream): loss = train_step(self.model, batch, self.loss_fn, opt, self.hook, device)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import train_epoch, model_device, graphable
+from .training import train_epoch, model_device, graphable, fast_enabled, device_batches
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer, cycle)
 
 # %% auto #0
@@ -47,6 +47,8 @@ def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchan
     student = student_of(original)
     retain = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)
     forget = cycle(task.forget.loader(cfg.batch_size, train=True, seed=task.seed))
+    dev = model_device(student)
+    if fast_enabled(dev): forget = device_batches(forget, dev)   # on CUDA made on a side stream, as the retain batches: not serialised with the step
     opt, loss_fn = make_optimizer(student.parameters(), cfg), neggrad_loss(student, forget, cfg.beta)
     losses = [train_epoch(student, retain, loss_fn, opt) for _ in tqdm(range(cfg.epochs), disable=not progress, desc='NegGrad+')]
     return Unlearned(student.eval(), dict(train_loss=losses))

@@ -15,19 +15,30 @@ def settings():
 def engine_extras(cfg) -> dict:
     return {k[len('extra_requirements_'):]: shlex.split(v) for k, v in cfg.items() if k.startswith('extra_requirements_')}
 
-def changelog_version(text: str) -> str:
-    "The version of the CHANGELOG's top released entry (its first `## <version>` heading not marked `(unreleased)`)"
-    m = re.search(r'^##\s+\[?v?(\d+(?:\.\d+)+\S*?)\]?(?:[ \t]+(?!\(unreleased\))[^\n]*)?$', text, re.M)
-    assert m, "CHANGELOG.md has no '## <version>' entry"
-    return m.group(1)
+_re_entry = re.compile(r'^##\s+\[?v?(\d+(?:\.\d+)+\S*?)\]?(\s+\(unreleased\))?\s*$', re.M)
+
+def changelog_version(text: str, unreleased: bool = False) -> str:
+    """The version of the CHANGELOG's top released entry (its first `## <version>` heading not marked `(unreleased)`);
+    `unreleased`: of the unreleased entry above it, or None"""
+    entries = [(m.group(1), bool(m.group(2))) for m in _re_entry.finditer(text)]
+    if unreleased: return entries[0][0] if entries and entries[0][1] else None
+    released = [v for v, u in entries if not u]
+    assert released, "CHANGELOG.md has no '## <version>' entry"
+    return released[0]
 
 def test_version_single_source():
-    "settings.ini's version is lotus_nb.__version__ and the CHANGELOG's top entry"
+    """settings.ini's version is lotus_nb.__version__ and the CHANGELOG's top released entry; an unreleased entry may sit
+    above it, for a later version"""
+    from packaging.version import Version
     version = settings()['version']
+    text = (ROOT/'CHANGELOG.md').read_text(encoding='utf-8')
     assert lotus_nb.__version__ == version, (lotus_nb.__version__, version)
-    assert changelog_version((ROOT/'CHANGELOG.md').read_text(encoding='utf-8')) == version
+    assert changelog_version(text) == version
+    if (nxt := changelog_version(text, unreleased=True)): assert Version(nxt) > Version(version), (nxt, version)
     assert changelog_version("# Changelog\n\n## 1.2.0\n\n- x\n\n## 1.1.0\n") == '1.2.0'   # the top entry wins
-    assert changelog_version("# Changelog\n\n## 1.3.0 (unreleased)\n\n- y\n\n## 1.2.0\n\n- x\n") == '1.2.0'   # ... once released
+    assert changelog_version("## 1.3.0 (unreleased)\n\n## 1.2.0\n") == '1.2.0'
+    assert changelog_version("## 1.3.0 (unreleased)\n\n## 1.2.0\n", unreleased=True) == '1.3.0'
+    assert changelog_version("## 1.2.0\n", unreleased=True) is None
 
 def test_readme_is_generated_from_index(tmp_path):
     "README.md is what tools/make_readme.py (nbdev_readme's processors, without Quarto) makes of nbs/index.ipynb"
@@ -37,12 +48,12 @@ def test_readme_is_generated_from_index(tmp_path):
     want, have = out.read_text(encoding='utf-8'), (ROOT/'README.md').read_text(encoding='utf-8')
     diff = ''.join(list(difflib.unified_diff(have.splitlines(True), want.splitlines(True), 'README.md', 'generated'))[:80])
     assert have == want, f"README.md is out of date with nbs/index.ipynb: run `python tools/make_readme.py`\n{diff}"
-    for heading in ['## Install', '## The two commands', '## API', "## The paper's datasets", '## The paper, regenerated', '## Development']:
+    for heading in ['## Install', '## Quick start', '## Results', '## Where to go next', '## Citing', '## Licence']:
         assert re.search(f'^{heading}$', want, re.M), f"{heading!r} missing from the README"
     assert 'pip install lotus_nb' in want and 'pip install -e ".[dev,all]"' in want
     for extra in [*engine_extras(settings()), 'all']: assert f'lotus_nb[{extra}]' in want, f"the README does not name the {extra!r} extra"
 
-def api_example(nb_path=ROOT/'nbs'/'index.ipynb', heading='Unlearning your own model') -> str:
+def api_example(nb_path=ROOT/'nbs'/'index.ipynb', heading='Quick start') -> str:
     "The code cells of `nb_path`'s section titled `heading` (up to the next heading), as one script"
     cells = json.loads(Path(nb_path).read_text(encoding='utf-8'))['cells']
     src = [''.join(c['source']) for c in cells]
@@ -56,6 +67,28 @@ def api_example(nb_path=ROOT/'nbs'/'index.ipynb', heading='Unlearning your own m
     assert code, f"no code cells under {heading!r}"
     assert not any(re.search(r'^\s*[%!]', s, re.M) for s in code), "the example uses IPython magics; a plain python cannot run it"
     return '\n\n'.join(code) + '\n'
+
+# what the sdist carries beside the package and the build files: the README, the changes, the licence, the citation
+DIST_FILES = ['README.md', 'CHANGELOG.md', 'LICENSE', 'CITATION.cff']
+
+def test_license_in_sdist_and_wheel(tmp_path):
+    """The sdist carries LICENSE and CITATION.cff, the wheel carries LICENSE (in its .dist-info/licenses/, and named by
+    its METADATA's License-File). Built without build isolation (the installed setuptools; no network), in seconds;
+    test_fresh_install builds them as a user does and installs the wheel"""
+    src, dist = checkout_copy(tmp_path/'src'), tmp_path/'dist'
+    res = run([sys.executable, '-m', 'build', '--no-isolation', '--outdir', dist, src], cwd=tmp_path, timeout=600)
+    assert res.returncode == 0, show(res)
+    (sdist,), (wheel,) = dist.glob('lotus_nb-*.tar.gz'), dist.glob('lotus_nb-*.whl')
+    top = f"lotus_nb-{settings()['version']}"
+    with tarfile.open(sdist) as tf:
+        names = set(tf.getnames())
+        assert not [f for f in DIST_FILES if f'{top}/{f}' not in names], sorted(names)
+        assert tf.extractfile(f'{top}/LICENSE').read() == (ROOT/'LICENSE').read_bytes()
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read(f'{top}.dist-info/licenses/LICENSE') == (ROOT/'LICENSE').read_bytes()
+        meta = email.parser.Parser().parsestr(zf.read(f'{top}.dist-info/METADATA').decode())
+        assert 'LICENSE' in (meta.get_all('License-File') or []), meta.get_all('License-File')
+        assert 'Classifier: License :: OSI Approved :: Apache Software License' in zf.read(f'{top}.dist-info/METADATA').decode()
 
 def check_metadata(text: str, where: str):
     "Core metadata (PKG-INFO or METADATA) carries settings.ini's name, version, Python and requirements"
@@ -111,12 +144,13 @@ def test_fresh_install(tmp_path):
         top = f"lotus_nb-{cfg['version']}"
         with tarfile.open(sdists[0]) as tf:
             names = set(tf.getnames())
-            need = [f'{top}/lotus_nb/{m}' for m in modules] + [f'{top}/{f}' for f in ['setup.py', 'settings.ini', 'README.md', 'CHANGELOG.md', 'PKG-INFO']]
+            need = [f'{top}/lotus_nb/{m}' for m in modules] + [f'{top}/{f}' for f in DIST_FILES + ['setup.py', 'settings.ini', 'PKG-INFO']]
             assert not [n for n in need if n not in names], f"missing from the sdist: {[n for n in need if n not in names]}"
             check_metadata(tf.extractfile(f'{top}/PKG-INFO').read().decode(), 'sdist PKG-INFO')
         with zipfile.ZipFile(wheels[0]) as zf:
             names = set(zf.namelist())
             assert not [m for m in modules if f'lotus_nb/{m}' not in names], f"modules missing from the wheel: {modules}"
+            assert f'{top}.dist-info/licenses/LICENSE' in names, [n for n in names if 'dist-info' in n]
             check_metadata(zf.read(f"{top}.dist-info/METADATA").decode(), 'wheel METADATA')
         lap('build')
 
@@ -125,16 +159,25 @@ def test_fresh_install(tmp_path):
         assert res.returncode == 0, show(res)
         assert re.search(r'include-system-site-packages\s*=\s*false', (venv/'pyvenv.cfg').read_text()), (venv/'pyvenv.cfg').read_text()
         py = venv/'bin'/'python'
+        # pip runs with -I too: a PYTHONPATH naming a checkout with a lotus_nb.egg-info (left by a build there) would make
+        # pip see lotus_nb as installed and skip the wheel
         # --no-compile: byte-compiling torch's thousands of modules costs a minute of CPU and proves nothing here
-        res = run([py, '-m', 'pip', 'install', '-q', '--no-compile', 'torch==2.14.1', 'torchvision==0.29.1'], cwd=work, timeout=900)
+        res = run([py, '-I', '-m', 'pip', 'install', '-q', '--no-compile', 'torch==2.14.1', 'torchvision==0.29.1'], cwd=work, timeout=900)
         assert res.returncode == 0, show(res)
         with_torch = size_mb(venv); lap('venv + torch')
-        res = run([py, '-m', 'pip', 'install', '-q', '--no-compile', wheels[0]], cwd=work, timeout=900)   # its dependencies, resolved
+        res = run([py, '-I', '-m', 'pip', 'install', '-q', '--no-compile', wheels[0]], cwd=work, timeout=900)   # its dependencies, resolved
         assert res.returncode == 0, show(res)
         lap('lotus_nb + dependencies')
-        res = run([py, '-m', 'pip', 'check'], cwd=work, timeout=300)
+        # pip install carries the LICENSE: it is one of the installed distribution's files, with the repository's text
+        code = ("import importlib.metadata as m; d = m.distribution('lotus_nb'); "
+                "print([str(f) for f in d.files if f.name == 'LICENSE']); print(d.read_text('licenses/LICENSE') or '', end='')")
+        res = run([py, '-I', '-c', code], cwd=work, timeout=300)
         assert res.returncode == 0, show(res)
-        res = run([py, '-m', 'pip', 'list', '--format', 'json'], cwd=work, timeout=300)
+        listed, text = res.stdout.split('\n', 1)
+        assert listed == f"['{top}.dist-info/licenses/LICENSE']" and text == (ROOT/'LICENSE').read_text(encoding='utf-8'), show(res)
+        res = run([py, '-I', '-m', 'pip', 'check'], cwd=work, timeout=300)
+        assert res.returncode == 0, show(res)
+        res = run([py, '-I', '-m', 'pip', 'list', '--format', 'json'], cwd=work, timeout=300)
         assert res.returncode == 0, show(res)
         installed = {canonicalize_name(p['name']) for p in json.loads(res.stdout[res.stdout.index('['):])}
         runtime = {canonicalize_name(Requirement(r).name) for r in shlex.split(cfg['requirements'])}
@@ -150,7 +193,7 @@ def test_fresh_install(tmp_path):
                           "try: optional_import('ray', 'ray')\n"
                           "except ImportError as e: assert 'pip install \"lotus_nb[ray]\"' in str(e), e\n"
                           "else: raise AssertionError('ray imported in a plain install')\n"
-                          "print(after); print(lotus_nb.__file__); print(lotus_nb.__version__)\n")
+                          "print(lotus_nb.__file__); print(lotus_nb.__version__)\n")
         res = run([py, '-I', script], cwd=work, timeout=600, env={'OMP_NUM_THREADS': '1'})
         assert res.returncode == 0, show(res)
         *_, file, version = res.stdout.strip().splitlines()

@@ -4,7 +4,7 @@
 into `pip install "lotus_nb[<extra>]"`. The only exceptions are the commented lists below: packages a library
 imports on our behalf (INDIRECT), imports with an ImportError fallback (SOFT) and extras whose feature is not written
 yet (PENDING_EXTRAS). The test reads whatever modules lotus_nb/ holds when it runs."""
-import configparser, functools, importlib.metadata as md, re, shlex, sys
+import ast, configparser, functools, json, importlib.metadata as md, re, shlex, sys
 from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
@@ -232,9 +232,16 @@ def install_misses(section:str, cfg) -> list:
     low = section.lower()
     return [n for n in names if README_NAMES.get(n, n).lower() not in low]
 
+def guide_install() -> str:
+    "The text of the install page the README links to (nbs/guide_install.ipynb): its markdown cells"
+    cells = json.loads((ROOT/'nbs'/'guide_install.ipynb').read_text(encoding='utf-8'))['cells']
+    return '\n\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'markdown')
+
 def test_readme_install_names_every_requirement():
-    "The README's install list is settings.ini's: every runtime requirement and every extra's package is named there"
+    """The README's install list is settings.ini's: every runtime requirement and every extra's package is named there,
+    and on the install page it links to (which says so of its own list)"""
     assert install_misses(readme_install(), settings()) == []
+    assert install_misses(guide_install(), settings()) == []
 
 def test_readme_install_check_can_fail():
     cfg = dict(settings()); cfg['requirements'] = cfg['requirements'] + ' someunlistedpackage'

@@ -21,7 +21,8 @@ are dropped and recomputed, so nothing stale can be published; the price is the 
 figures of each built page. `check_site` opens the built pages in Chromium (Playwright driving Debian's
 `/usr/bin/chromium`) and reports what a reader would see broken: a missing title, TeX left raw or in error, an
 image that did not load, a relative link to a file or anchor that does not exist (or to a page that is not part of
-the site), a cell that raised. With Quarto, `nbdev_docs` still builds the site from the notebooks as committed
+the site), a cell that raised. `--check` also renders README.md as GitHub does (GitHub-flavoured Markdown by
+markdown-it-py, math by MathJax: `readme_html`) and checks its images and links the same way (`check_readme`). With Quarto, `nbdev_docs` still builds the site from the notebooks as committed
 (API reference, no outputs).
 
     python tools/build_docs.py                                   # every notebook into _site/
@@ -250,6 +251,12 @@ def link_mathjax(site:Path) -> str:
         dst.symlink_to(src, target_is_directory=True)
     return 'mathjax/MathJax.js' + MATHJAX_CONFIG
 
+def link_resources(site:Path, folders:tuple=('images',)):
+    "The folders of `nbs/` that pages show files from (`![...](images/x.png)`), linked into the site as Quarto copies them"
+    for name in folders:
+        src, dst = nbs_path()/name, Path(site)/name
+        if src.is_dir() and not dst.exists(): dst.symlink_to(src.resolve(), target_is_directory=True)
+
 def build(pages:list[str]|None=None, out:Path=SITE, execute:bool=True, n_workers:int=1, timeout:int|None=None) -> dict:
     "Build `pages` (notebook names, stems or paths; all if None) into `out`; returns `site.json`'s content"
     nbs = site_notebooks()
@@ -278,6 +285,7 @@ def build(pages:list[str]|None=None, out:Path=SITE, execute:bool=True, n_workers
     order += [page_name(p) for p in nbs if page_name(p) not in order]
     order = list(dict.fromkeys(order))
     mathjax_url = link_mathjax(out)
+    link_resources(out)
     for info in infos:
         if info.get('failed'): continue
         nav = _nav([(p, titles[p]) for p in order], info['page'])
@@ -379,6 +387,97 @@ def check_site(site:Path=SITE, pages:list[str]|None=None, screenshots:Path|None=
         finally: browser.close()
     return res
 
+# ---------------------------------------------------------------- the README as GitHub shows it
+
+def github_slug(text:str) -> str:
+    "GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, each space a `-`"
+    return re.sub(r'[^\w\- ]', '', text.strip().lower()).replace(' ', '-')
+
+def heading_ids(path:Path) -> set:
+    "The anchors GitHub gives the headings of a Markdown file or of a notebook's markdown cells"
+    path = Path(path)
+    if path.suffix == '.ipynb':
+        text = '\n\n'.join(''.join(c['source']) for c in json.loads(path.read_text(encoding='utf-8'))['cells'] if c['cell_type'] == 'markdown')
+    else: text = path.read_text(encoding='utf-8')
+    text = re.sub(r'^```.*?^```', '', text, flags=re.S | re.M)
+    return {github_slug(re.sub(r'[`*]', '', m)) for m in re.findall(r'^#{1,6}\s+(.+?)\s*#*$', text, re.M)}
+
+# the elements GitHub's HTML sanitizer keeps in a README (github.com/gjtorikian/html-pipeline's SanitizationFilter); it
+# drops any other tag, keeping its text: `<u>` shows as plain text there (`<ins>` underlines)
+GITHUB_HTML = set('''h1 h2 h3 h4 h5 h6 h7 h8 br b i strong em a pre code img tt div ins del sup sub p ol ul table thead tbody tfoot
+    blockquote dl dt dd kbd q samp var hr ruby rt rp li tr td th s strike summary details caption figure figcaption abbr bdo cite
+    dfn mark small span time wbr picture source'''.split())
+
+def dropped_html(md:str) -> list[str]:
+    "The raw HTML elements of Markdown `md` (outside code) that GitHub's sanitizer drops, sorted"
+    text = re.sub(r'^```.*?^```', '', md, flags=re.S | re.M)
+    text = re.sub(r'`[^`\n]*`', '', text)
+    return sorted({t.lower() for t in re.findall(r'</?([A-Za-z][\w-]*)(?=[\s/>])', text)} - GITHUB_HTML)
+
+def readme_html(readme:Path|None=None) -> str:
+    """README.md rendered as GitHub renders it, near enough to check it offline: GitHub-flavoured Markdown (tables, raw
+    HTML, strikethrough) by markdown-it-py, `$...$` and `$$...$$` as MathJax math, headings with GitHub's anchors, and a
+    `<base>` at the repository's root, so that relative links and images resolve as they do on GitHub"""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    readme = Path(readme or ROOT/'README.md')
+    math = lambda content, opts: (f'<div class="math">\\[{html.escape(content)}\\]</div>' if opts.get('display_mode')
+                                  else f'<span class="math">\\({html.escape(content)}\\)</span>')
+    md = MarkdownIt('gfm-like', {'html': True, 'linkify': False}).disable('linkify').use(dollarmath_plugin, renderer=math)
+    body = md.render(readme.read_text(encoding='utf-8'))
+    body = re.sub(r'<(h[1-6])>(.*?)</\1>', lambda m: f'<{m[1]} id="{github_slug(re.sub("<[^>]+>", "", html.unescape(m[2])))}">{m[2]}</{m[1]}>', body)
+    mj = next((Path(d)/'MathJax.js' for d in MATHJAX_DIRS if (Path(d)/'MathJax.js').exists()), None)
+    src = mj.as_uri() if mj else MATHJAX_CDN
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><base href="{readme.parent.resolve().as_uri()}/">'
+            f'<title>{readme.name}</title><script src="{src}{MATHJAX_CONFIG}"></script>'
+            '<style>body{font:15px/1.5 system-ui,sans-serif;max-width:1000px;margin:20px auto}table{border-collapse:collapse}'
+            'td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}pre{background:#f6f8fa;padding:8px;overflow:auto}'
+            f'img{{max-width:100%}}</style></head><body>{body}</body></html>')
+
+def check_readme(page, readme:Path|None=None, out:Path|None=None, screenshot:Path|None=None) -> list[str]:
+    """Problems a reader of README.md on GitHub would see, found in Chromium (Playwright's `page`): HTML that GitHub's
+    sanitizer drops, an image that does not load, TeX left raw or in error, a relative link to a file of the repository that does not exist or to a heading that
+    is not there (in the README, another Markdown file or a notebook), a link to this repository's files on GitHub
+    (settings.ini's `git_url` + `/blob/<branch>/`) that names no file of the checkout. [] when it is fine"""
+    import tempfile
+    readme = Path(readme or ROOT/'README.md'); root = readme.parent.resolve()
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(out or d)/'README.html'
+        f.write_text(readme_html(readme), encoding='utf-8')
+        page.goto(f.as_uri(), wait_until='load')
+        mj = page.evaluate("() => !!(window.MathJax && window.MathJax.Hub)")
+        if mj: page.evaluate("() => new Promise(r => MathJax.Hub.Queue(() => r(true)))")
+        r = page.evaluate(_PAGE_JS)
+        if screenshot: page.screenshot(path=str(screenshot), full_page=True); shrink(Path(screenshot), max_height=12000)
+    probs = []
+    if bad := dropped_html(readme.read_text(encoding='utf-8')): probs.append(f"HTML that GitHub's sanitizer drops: {bad}")
+    if raw := _re_raw_tex.findall(r['text']): probs.append(f"TeX not rendered: {[s[:60] for s in raw[:5]]}")
+    if r['math_errors']: probs.append(f"TeX errors: {r['math_errors'][:5]}")
+    if '\\(' in readme_html(readme) and not mj: probs.append("MathJax did not load")
+    if bad := [i['src'] for i in r['images'] if not i['ok']]: probs.append(f"images not loaded: {bad}")
+    if not r['images']: probs.append("no image")
+    cfg = config()
+    blob = f"{cfg.get('git_url', '').rstrip('/')}/blob/{cfg.get('branch', 'main')}/"
+    for href in dict.fromkeys(r['links']):
+        if href.startswith(blob): href = href[len(blob):]
+        elif re.match(r'^[a-z][a-z0-9+.-]*:', href, re.I) or href.startswith('//'): continue
+        target, _, frag = href.partition('#')
+        if not target:
+            if frag not in r['ids']: probs.append(f"broken anchor #{frag}")
+            continue
+        f = (root/target).resolve()
+        if not f.is_relative_to(root) or not f.exists(): probs.append(f"broken link {href}"); continue
+        if frag and f.suffix in ('.md', '.ipynb') and frag not in heading_ids(f): probs.append(f"broken anchor {href}")
+    return probs
+
+def check_readme_in_chromium(readme:Path|None=None, screenshot:Path|None=None) -> list[str]:
+    "`check_readme` in a headless Chromium of its own"
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=['--no-sandbox', '--allow-file-access-from-files'])
+        try: return check_readme(browser.new_page(viewport=dict(width=1100, height=900)), readme, screenshot=screenshot)
+        finally: browser.close()
+
 def shrink(png:Path, max_width:int=720, max_height:int=3600):
     "Keep a screenshot modest: scaled to `max_width`, cut at `max_height` pixels, palette colours"
     from PIL import Image
@@ -406,6 +505,8 @@ if __name__ == '__main__':
         bad = bad or man['collisions']
     if a.check:
         res = check_site(Path(a.out), a.pages, a.screenshots)
+        shot = Path(a.screenshots)/'README.png' if a.screenshots else None
+        res['README.md (as GitHub renders it)'] = check_readme_in_chromium(screenshot=shot)
         for k, v in res.items(): print(f"  {k}: {'ok' if not v else '; '.join(v)}")
         bad = bad or {k: v for k, v in res.items() if v}
     sys.exit(1 if bad else 0)

@@ -4,12 +4,14 @@ nbdev_readme runs nbdev's notebook processors (hidden cells and directives remov
 summary turned into front matter) and then has Quarto render the processed notebook as GitHub markdown. Quarto
 cannot be installed on our machines (its PyPI package downloads the binary from GitHub while it builds), so this
 script runs the same processors (nbdev's `FilterDefaults`) and does Quarto's part itself, in Quarto's layout: the
-title, nbdev's warning comment, markdown cells as written, code cells as ``` python blocks and their stored text
-outputs indented. Quarto's own touches (typographic quotes, re-aligned tables) are not reproduced. Links are made
-to work on GitHub, where the README is read: links to sibling notebooks get the `nbs/` prefix, and the API links nbdev
-adds (to the doc site, settings.ini's `doc_host` + `doc_baseurl`, which only a deploy of the docs publishes) point at
-the chapter that defines the name instead (`lotus.html#lotus_unlearn` -> `nbs/05_lotus.ipynb`), which GitHub shows
-with its stored outputs.
+title and its summary, nbdev's warning comment, markdown cells as written, code cells as ``` python blocks and their
+stored text outputs indented, Quarto's cell options honoured (`#| echo: false` shows the outputs without the code,
+`#| output: false` the code without the outputs, `#| include: false` neither). Quarto's own touches (typographic quotes,
+re-aligned tables) are not reproduced. Links are made to work on GitHub, where the README is read: a relative link or
+image, written relative to the notebook (`05_lotus.ipynb`, `images/quick_start.png`), is made relative to the
+repository's root (`nbs/05_lotus.ipynb`, `nbs/images/quick_start.png`), and the API links nbdev adds (to the doc site,
+settings.ini's `doc_host` + `doc_baseurl`, which only a deploy of the docs publishes) point at the chapter that defines
+the name instead (`lotus.html#lotus_unlearn` -> `nbs/05_lotus.ipynb`), which GitHub shows with its stored outputs.
 
     python tools/make_readme.py            # rewrite README.md
     python tools/make_readme.py --out F    # write F instead (tests/test_packaging.py compares the two)
@@ -36,6 +38,20 @@ def site_to_repo(md:str, site:str, nbs:Path) -> str:
         return f'](nbs/{nb})' if nb else m.group(0)
     return re.sub(r'\]\(' + re.escape(site.rstrip('/')) + r'/([^)\s#]+\.html)(?:#[^)\s]*)?\)', repl, md)
 
+_re_rel = re.compile(r'(\]\(<?|\b(?:src|href)=")(?![a-z][a-z0-9+.-]*:|/|#)([^)\s">]+)')
+
+def root_links(md:str, nbs:str='nbs') -> str:
+    "Markdown `md`, written in the notebooks' folder `nbs`, with its relative links and images made relative to the repository's root"
+    return _re_rel.sub(lambda m: m[1] + os.path.normpath(f'{nbs}/{m[2]}').replace(os.sep, '/'), md)
+
+_re_opt = re.compile(r'^#\|\s*([\w-]+)\s*:\s*(.*?)\s*$')
+
+def cell_options(src:str) -> tuple[dict, str]:
+    "The Quarto options (`#| echo: false`) leading a code cell's source, and the source without them"
+    lines, opts = src.splitlines(), {}
+    while lines and (m := _re_opt.match(lines[0])): opts[m[1]] = m[2].strip('"\'').lower(); lines.pop(0)
+    return opts, '\n'.join(lines)
+
 def render() -> str:
     "README.md's text, generated from settings.ini's readme_nb"
     import yaml
@@ -58,11 +74,15 @@ def render() -> str:
         if cell.cell_type == 'raw' and src.startswith('---'):
             front = yaml.safe_load(src.strip('-\n')) or {}
             if front.get('title'): parts.append(f"# {front['title']}\n")
+            if front.get('description'): parts.append(f"> {front['description']}")
         elif cell.cell_type == 'markdown' and src:
-            src = re.sub(r'\]\((?![a-z]+:|/|#|nbs/)([^)\s]+\.ipynb(?:#[^)\s]*)?)\)', r'](nbs/\1)', src)
+            src = root_links(src, Path(nbs).resolve().relative_to(ROOT).as_posix())   # the folder as the repository names it (nbdev's config gives it absolute)
             parts.append(site_to_repo(src, cfg.get('doc_host', '') + cfg.get('doc_baseurl', ''), nbs))
         elif cell.cell_type == 'code' and src:
-            parts.append(f"``` python\n{src}\n```")
+            opts, src = cell_options(src)
+            if opts.get('include') == 'false': continue
+            if opts.get('echo') != 'false' and src.strip(): parts.append(f"``` python\n{src}\n```")
+            if opts.get('output') == 'false': continue
             for o in cell.get('outputs', []):
                 kind, text = _output(o)
                 text = text.strip('\n')

@@ -16,7 +16,7 @@ papermill (`skip_exec` in their front matter: experiments, paper, ablations, ...
 them (but see `experiments` below). After `index.ipynb` (settings.ini's `readme_nb`) is rewritten, README.md is
 regenerated from it (`tools/make_readme.py`).
 
-    python tools/refresh_outputs.py                           # every chapter: index and nbs/NN*_*.ipynb, in place
+    python tools/refresh_outputs.py                           # every chapter: index, nbs/NN*_*.ipynb and the guide pages with code, in place
     python tools/refresh_outputs.py 00_theory nbs/24_hashing.ipynb   # these (names, file names or paths)
     python tools/refresh_outputs.py --check 00_theory         # execute, compare with the stored outputs, write nothing
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
@@ -50,9 +50,11 @@ from _nbtools import ROOT, config, skip_flags, skip_cell   # nbdev's config and 
 def nbs_path() -> Path: return config().nbs_path
 
 def chapters() -> list[Path]:
-    "The chapters: `index.ipynb` and the numbered notebooks `nbs/NN*_*.ipynb` (not the papermill notebooks)"
+    """The chapters: `index.ipynb`, the numbered notebooks `nbs/NN*_*.ipynb` and the guide pages `nbs/guide_*.ipynb`
+    that hold code (not the papermill notebooks)"""
     nbs = nbs_path()
-    return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name))]
+    guides = [p for p in sorted(nbs.glob('guide_*.ipynb')) if any(c['cell_type'] == 'code' for c in json.loads(p.read_text(encoding='utf-8'))['cells'])]
+    return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name)), *guides]
 
 def resolve(name:str) -> Path:
     "A notebook named as `00_theory`, `00_theory.ipynb` or a path"
@@ -643,7 +645,7 @@ def check_experiments(where:Path|None=None, params:dict|None=None) -> list[str]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index and nbs/NN*_*.ipynb)')
+    ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index, nbs/NN*_*.ipynb and the guide pages with code)')
     ap.add_argument('--n_workers', type=int, default=min(os.cpu_count() or 1, 8), help='notebooks run at once (default: the CPU count, at most 8)')
     ap.add_argument('--check', action='store_true', help='compare the stored outputs with a fresh run; write nothing')
     ap.add_argument('--out', help='write the executed notebooks into this folder instead of in place')
