@@ -4,7 +4,7 @@ part: `lotus_nb.all` (0.8 on: every module, then the built-ins and plugins loade
 lotus_nb (0.6 and 0.7: it imported every registering module; before 0.6 any import of lotus_nb imported it).
 
     PYTHONPATH=. python benchmarks/import_time.py              # median of 5 interpreters per row
-    PYTHONPATH=. python benchmarks/import_time.py --repeat 1   # a smoke run
+    PYTHONPATH=. python benchmarks/import_time.py --repeat 1 --parts lotus_nb.store lotus_nb.metrics   # a smoke run
 """
 import argparse, json, statistics, subprocess, sys, time
 
@@ -42,10 +42,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--repeat', type=int, default=5, help='fresh interpreters per row (the median is printed)')
     ap.add_argument('--json', help='also write the rows here')
+    ap.add_argument('--parts', nargs='+', default=PARTS, help='the parts to time (default: all ten), then the import of every part')
     a = ap.parse_args()
     base = {m for m in sys.modules}   # this interpreter's start-up modules are in every fresh one too
     rows = []
-    for mod in [*PARTS, everything()]:
+    for mod in [*a.parts, everything()]:
         probes = [json.loads(fresh(PROBE.format(mod=mod))) for _ in range(a.repeat)]
         third = [m for m in probes[0]['third'] if m not in base]   # exactly the modules the part loaded, in their order
         t3 = [float(fresh(THIRD.format(mods=third))) for _ in range(a.repeat)]

@@ -53,7 +53,7 @@ def test_stored_outputs_are_clean(tmp_path):
     assert [c['cell_type'] for c in nb['cells']][0] == 'raw' and 'skip_exec: true' in ''.join(nb['cells'][0]['source'])
     assert 'parameters' in next(c for c in nb['cells'] if c['cell_type'] == 'code')['metadata'].get('tags', [])
     assert sum(bool(o) for o in outs) >= 6, [len(o) for o in outs]   # the run, 3 tables, figures, verdict
-    verdict = json.dumps(nb['cells'][-1]['outputs'])
+    verdict = json.dumps([o for o in outs if o][-1])   # the last cell that printed (after it: the rehearsal's report, empty in a real run)
     assert 'results/tables/' in verdict and 'fashionmnist' in verdict, verdict[:500]    # its default out_dir, relative: what a user sees
 
 def test_sidebar_lists_the_page():
@@ -67,11 +67,13 @@ def test_page_runs_under_nbdev_test():
     res = run([script('nbdev_test'), '--path', NBS/ro.EMBEDDED_PAGE], timeout=300, env=dict(OMP_NUM_THREADS='1'))
     assert res.returncode == 0 and 'Success.' in res.stdout, show(res)
 
+DIGITS = {'dataset': 'digits', 'seeds': [3407]}   # one seed: the refresh's path in a third of the time (the embedded run has three)
+
 @pytest.fixture(scope='module')
 def digits_refresh(tmp_path_factory):
     "The refresh on digits (seconds to minutes), written into a temporary folder instead of nbs/"
     out = tmp_path_factory.mktemp('visible')
-    res = ro.refresh_experiments(params={'dataset': 'digits'}, out=out, log=print)
+    res = ro.refresh_experiments(params=DIGITS, out=out, log=print)
     assert res['status'] == 'ok', res
     return out
 
@@ -79,16 +81,16 @@ def test_refresh_writes_a_consistent_pair(digits_refresh):
     "From the repository's notebook (its stored Fashion-MNIST outputs): outputs of this run alone, a page that checks, figures on disk"
     out = digits_refresh
     # the fingerprint's currency is test_made_by_the_current_code's (here lotus_nb may change while it runs, in a shared tree)
-    assert [p for p in ro.check_experiments(out, params={'dataset': 'digits'}) if not _fingerprint_problem(p)] == []
+    assert [p for p in ro.check_experiments(out, params=DIGITS) if not _fingerprint_problem(p)] == []
     nb = json.loads((out/ro.EXPERIMENTS).read_text())
     text = json.dumps([c.get('outputs', []) for c in nb['cells']])
     assert 'digits_' in text and 'fashionmnist' not in text, "stale outputs of the stored run mixed into a new one"
     assert ro._cells(nb) == ro._cells(json.loads((NBS/ro.EXPERIMENTS).read_text())), "the source is the repository's, unchanged"
     assert not [c for c in nb['cells'] if 'injected-parameters' in c.get('metadata', {}).get('tags', [])]
     log = [o for c in nb['cells'] for o in c.get('outputs', []) if o.get('output_type') == 'stream' and o['name'] == 'stderr']
-    assert len(log) == 1 and '[grid 36/36 rows' in ''.join(log[0]['text']), "the log lines, one stream"
+    assert len(log) == 1 and '[grid 12/12 rows' in ''.join(log[0]['text']), "the log lines, one stream"
     prov = json.loads((out/ro.EMBEDDED_DIR/ro.PROVENANCE).read_text())
-    assert prov['parameters'] == {'dataset': 'digits'} and prov['defaults']['dataset'] == 'fashionmnist'
+    assert prov['parameters'] == DIGITS and prov['defaults']['dataset'] == 'fashionmnist'
     assert {'tau_trace.png', 'entropy.png'} <= {p.name for p in (out/ro.EMBEDDED_DIR).glob('*.png')}
     # a run made with other parameters than the defaults is not the committed one
     assert any('made with parameters' in p for p in ro.check_experiments(out))
@@ -96,7 +98,7 @@ def test_refresh_writes_a_consistent_pair(digits_refresh):
 def test_check_catches_each_fault(digits_refresh, tmp_path, monkeypatch):
     "A changed code file (named), an edited table, a swapped figure file and a page without the notebook's outputs are each reported"
     out = tmp_path/'copy'; shutil.copytree(digits_refresh, out)
-    P = {'dataset': 'digits'}
+    P = DIGITS
     extra = tmp_path/'lotus_nb_extra.py'; extra.write_text('x = 1\n')
     monkeypatch.setattr(ro, 'ROOT', tmp_path)          # the code: this one file, named relative to tmp_path
     monkeypatch.setattr(ro, 'code_files', lambda: [extra])
