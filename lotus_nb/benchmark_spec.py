@@ -12,12 +12,13 @@ from .catalog import load_plugins   # the built-ins and the plugins, loaded by w
 from .data import DATASETS, load_dataset, dataset_defaults, list_datasets, check_dataset
 from .checks import check_choice, check_fraction, check_seed
 from .augment import AUGMENTS
+from .device import resolve_precision
 from .splits import split_rule
 from .loaders import device_splits
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, weights_digest
 from .training import Recipe, RECIPES
 from .checkpoints import load_checkpoint, cache_key
-from .methods import method_config, config_identity, list_methods, check_method, is_reference, role_method
+from .methods import method_config, config_identity, list_methods, check_method, is_reference, role_method, RETAIN_DRAWS
 from .metrics import MIA_NONMEMBERS
 from .store import Store, row_id
 
@@ -93,12 +94,16 @@ class BenchmarkSpec:
     arrays: tuple = ()                # names in RUN_ARRAYS: arrays computed on each run's model and stored with its record (the privacy audit's 'pool_scores')
     fast_dev_run: int = 0             # a rehearsal: every training and unlearning loop 1 epoch of this many batches, every evaluation pass this many; 0: the real run
     rehearsal_batch: int = None       # a CPU rehearsal's cap on every batch's size (not the real batch sizes: said in the output); None: the real sizes
+    precision: str = None             # numerics on CUDA: 'fp32' (the authors') or 'bf16' (autocast); None: $LOTUS_PRECISION's, fixed by resolve_spec
+    retain_draw: str = 'uniform'      # the retain subset of LoTUS and Bad Teacher: 'uniform' (the authors' random.sample) or 'stratified' (ours before)
+    eval_augmented: bool = False      # score forget and retain through their training augmentation (the authors', a defect); False: clean images
+    eval_unseen: str = 'methods'      # the metrics' D_u: 'methods' (the methods' D_u, e.g. CIFAKE: the authors') or 'heldout' (the held-out half, ours before)
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
-    "`spec` with `model='auto'` replaced by the dataset's model (after checking the dataset's name)"
+    "`spec` with `model='auto'` replaced by the dataset's model (after checking the dataset's name), and `precision=None` by the process's setting"
     check_dataset(spec.dataset)
-    return dataclasses.replace(spec, model=resolve_model(spec.model, spec.dataset))
+    return dataclasses.replace(spec, model=resolve_model(spec.model, spec.dataset), precision=resolve_precision(spec.precision))
 
 # %% ../nbs/08_benchmark_spec.ipynb #247d0b47
 UNSEEN_SOURCES = Registry('unseen source')   # filled by the modules that register generators (lotus_nb.synthetic), which load_plugins imports
@@ -146,7 +151,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
-    check_fraction(spec.retain_pct, 'retain_pct'); split_rule(spec.split, spec.split_options)
+    check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen'); split_rule(spec.split, spec.split_options)
     fdr = spec.fast_dev_run
     if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
     rb = spec.rehearsal_batch
@@ -296,9 +301,13 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
                 **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
-                **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}))
+                **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}),
+                **({} if resolve_precision(spec.precision) == 'fp32' else dict(precision=resolve_precision(spec.precision))))   # bf16 trains other models
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
+    if spec.retain_draw != 'uniform': rp['retain_draw'] = spec.retain_draw
+    if spec.eval_augmented: rp['eval_augmented'] = True
+    if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
     return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id)

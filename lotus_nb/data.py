@@ -19,7 +19,7 @@ log = logging.getLogger('lotus_nb')
 __all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'ONLY_ROOT', 'LOADED_DATA', 'MAX_LOADED_DATA', 'read_image',
            'default_workers', 'ImageFiles', 'torch_threads', 'ImageData', 'DatasetDefaults', 'register_dataset',
            'list_datasets', 'check_dataset', 'dataset_defaults', 'data_dirs', 'find_data', 'path_inside',
-           'available_memory', 'fits_in_memory', 'stratified_sample', 'load_dataset']
+           'available_memory', 'fits_in_memory', 'stratified_sample', 'uniform_sample', 'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
 def read_image(path,            # image file in any format PIL reads
@@ -253,6 +253,13 @@ def stratified_sample(y,          # labels, one per item
         idx = np.flatnonzero(y == c)
         out.append(rng.permutation(idx)[:int(round(frac*len(idx)))])
     return np.sort(np.concatenate(out)) if out else np.array([], dtype=int)
+
+def uniform_sample(n:int,      # items to draw from
+                   frac:float, # share drawn: int(frac * n), as random.sample(..., k=int(frac * n)) in the authors' code
+                   seed:int,   # seeds the draw
+                  ) -> np.ndarray: # sorted positions into range(n)
+    "Indices of a seeded, unstratified sample of `int(frac * n)` of `n` items"
+    return np.sort(np.random.RandomState(seed).permutation(n)[:int(frac*n)])
 
 # %% ../nbs/01_data.ipynb #b51dace1
 LOADED_DATA = collections.OrderedDict()   # (name, root, download, only_root, options) -> ImageData as its reader returned it: the last MAX_LOADED_DATA read

@@ -4,13 +4,14 @@
 
 # %% ../nbs/03a_device.ipynb #4ed68e0b
 from __future__ import annotations
-import contextlib, time
+import contextlib, functools, os, time
 import numpy as np, torch, torch.nn as nn
 
 log = __import__('logging').getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'get_device', 'set_seed', 'autocast', 'model_device', 'to_device', 'Timer']
+__all__ = ['log', 'PRECISIONS', 'PRECISION', 'AUTOCAST_TYPES', 'get_device', 'set_seed', 'set_precision', 'precision',
+           'resolve_precision', 'precision_of', 'autocast', 'numerics', 'model_device', 'to_device', 'Timer']
 
 # %% ../nbs/03a_device.ipynb #d98ee362
 def get_device(device:str='auto', # 'cpu', 'cuda', 'cuda:N', or 'auto': CUDA when available, else the CPU
@@ -26,12 +27,59 @@ def set_seed(seed:int): # one seed for all three generators (NumPy gets it modul
     import random
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
-def autocast(device,          # where the model runs: bfloat16 autocast on CUDA, plain float32 elsewhere
+PRECISIONS = ('fp32', 'bf16')   # the authors' numerics (float32, deterministic cuDNN); bfloat16 autocast on CUDA
+
+def _parse_precision(v): # a setting or a $LOTUS_PRECISION value; '' and None: the default, 'fp32'
+    s = 'fp32' if v is None or str(v).strip() == '' else str(v).strip().lower()
+    if s not in PRECISIONS: raise ValueError(f"precision {v!r}: valid choices are {', '.join(map(repr, PRECISIONS))} ($LOTUS_PRECISION: fp32 or bf16)")
+    return s
+
+PRECISION = dict(mode=_parse_precision(os.environ.get('LOTUS_PRECISION')), # what was asked: 'fp32' or 'bf16'
+                 reduced_ok=True)   # False while the fast path is off (loops.set_fast writes it): fp32 whatever was asked
+AUTOCAST_TYPES = ('cuda',)          # device types that get the bf16 region (a test adds 'cpu' to exercise the CUDA branch)
+_cuda_autocast = functools.partial(torch.autocast, 'cuda', dtype=torch.bfloat16)   # the one place a bf16 region is built
+
+def set_precision(mode:str, # 'fp32' or 'bf16' (None: 'fp32')
+                 ) -> str:  # the previous setting (set_precision(prev) restores it)
+    "Set the numerics of every pass on CUDA: `'fp32'` (the authors') or `'bf16'` (autocast, with the fast path)"
+    prev = PRECISION['mode']; PRECISION['mode'] = _parse_precision(mode); return prev
+
+@contextlib.contextmanager
+def precision(mode:str=None): # 'fp32', 'bf16', or None: leave the setting as it is
+    "Context manager: `set_precision(mode)` inside the block, the previous setting after it"
+    if mode is None: yield PRECISION['mode']; return
+    prev = set_precision(mode)
+    try: yield PRECISION['mode']
+    finally: PRECISION['mode'] = prev
+
+def resolve_precision(mode:str=None, # 'fp32', 'bf16', or None: the process's setting ($LOTUS_PRECISION, set_precision)
+                     ) -> str:          # the checked setting
+    "`mode` checked, or the current setting when None (what a `BenchmarkSpec` records)"
+    return PRECISION['mode'] if mode is None else _parse_precision(mode)
+
+def precision_of(device, # where a model runs
+                ) -> str: # 'bf16' only on CUDA with bf16 asked for and the fast path not off; else 'fp32'
+    "The numerics a pass on `device` runs in now"
+    t = torch.device(device).type
+    return 'bf16' if t in AUTOCAST_TYPES and PRECISION['mode'] == 'bf16' and PRECISION['reduced_ok'] else 'fp32'
+
+def autocast(device,          # where the model runs: a bfloat16 region only where precision_of(device) is 'bf16'
              cache:bool=True,  # autocast's weight-cast cache (off inside a CUDA graph capture)
-             ) -> contextlib.AbstractContextManager: # a no-op context on the CPU
-    "bfloat16 autocast on CUDA, nothing on the CPU"
-    device = torch.device(device)
-    return torch.autocast('cuda', dtype=torch.bfloat16, cache_enabled=cache) if device.type == 'cuda' else contextlib.nullcontext()
+             ) -> contextlib.AbstractContextManager: # a no-op context otherwise (float32)
+    "bfloat16 autocast where `precision_of(device)` is `'bf16'` (CUDA, asked for, fast path on), nothing elsewhere"
+    return _cuda_autocast(cache_enabled=cache) if precision_of(device) == 'bf16' else contextlib.nullcontext()
+
+@contextlib.contextmanager
+def numerics(device): # the device a run uses; only CUDA in float32 is touched
+    "On CUDA in float32, the authors' cuDNN flags inside the block (deterministic, no autotuner, TF32 convolutions, float32 matmuls: torch 2.1's defaults, written out); the previous flags after it"
+    if torch.device(device).type != 'cuda' or precision_of(device) != 'fp32': yield; return
+    b, keys = torch.backends, ('deterministic', 'benchmark', 'allow_tf32')
+    prev = [getattr(b.cudnn, k) for k in keys] + [b.cuda.matmul.allow_tf32]
+    b.cudnn.deterministic, b.cudnn.benchmark, b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32 = True, False, True, False
+    try: yield
+    finally:
+        for k, v in zip(keys, prev): setattr(b.cudnn, k, v)
+        b.cuda.matmul.allow_tf32 = prev[-1]
 
 def model_device(model:nn.Module, # a network with at least one parameter
                  ) -> torch.device:
@@ -41,9 +89,9 @@ def model_device(model:nn.Module, # a network with at least one parameter
 def to_device(model:nn.Module, # moved in place
               device,           # the target device (str or torch.device)
               ) -> nn.Module:   # the same model, for chaining
-    "Move `model` to `device`, in `channels_last` format on CUDA"
+    "Move `model` to `device`, in `channels_last` format where it runs in bf16 (faster convolutions)"
     device = torch.device(device)
-    return model.to(device, memory_format=torch.channels_last) if device.type == 'cuda' else model.to(device)
+    return model.to(device, memory_format=torch.channels_last) if device.type == 'cuda' and precision_of(device) == 'bf16' else model.to(device)
 
 class Timer:
     "Context manager measuring wall-clock minutes, the device synchronised at both ends"

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import contextlib, collections
 import numpy as np, torch, torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
-from .data import ImageData, ImageFiles, default_workers, stratified_sample
+from .data import ImageData, ImageFiles, default_workers, stratified_sample, uniform_sample
 from .splits import Splits
 from .augment import augment_batch
+from .device import precision_of
 
 # %% auto #0
 __all__ = ['LOADED', 'REHEARSAL', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'rehearsal', 'BatchLoader',
@@ -38,10 +39,11 @@ class Split(ABC):
         "An iterable of `(x, y[, tag])` batches"
     @abstractmethod
     def subset(self,
-               frac:float, # share of each class kept
-               seed:int,   # seeds the draw
+               frac:float,           # share kept (of each class when stratified)
+               seed:int,             # seeds the draw
+               stratified:bool=True, # False: int(frac * len) items drawn without regard to class
               ):
-        "A stratified, seeded `frac` of this split"
+        "A seeded `frac` of this split, stratified by class or not"
     @abstractmethod
     def __add__(self,
                 other, # a split of the same data
@@ -153,11 +155,13 @@ class IndexSplit(Split):
         "The same split over the positions `idx`"
         return dataclasses.replace(self, idx=idx)
     def subset(self,
-               frac:float, # share of each class kept
-               seed:int,   # seeds the draw
+               frac:float,           # share kept (of each class when stratified)
+               seed:int,             # seeds the draw
+               stratified:bool=True, # False: int(frac * len) items drawn without regard to class
               ):
-        "A stratified, seeded `frac` of this split"
-        return self.with_idx(self.idx[stratified_sample(self.labels.cpu(), frac, seed)])
+        "A seeded `frac` of this split, stratified by class (`stratified_sample`) or not (`uniform_sample`)"
+        pos = stratified_sample(self.labels.cpu(), frac, seed) if stratified else uniform_sample(len(self), frac, seed)
+        return self.with_idx(self.idx[pos])
     def __add__(self,
                 other, # a split of the same images
                ):
@@ -209,10 +213,12 @@ class TensorSplit(IndexSplit):
                train=False,    # shuffle and augment; False: the split in order, unaugmented
                seed=0,         # seeds the shuffling and augmentation
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+               augment=None,   # None: augmented when train; True: the training augmentation in order (train=False), the evaluation of augmented images
               ):
-        "Shuffled and augmented batches when `train`, else the split in order"
-        return TensorLoader(self.x, self.y, self.idx, batch_size, shuffle=train, augment=self.augment if train else 'none',
-                            mean=self.mean, std=self.std, tags=tags, seed=seed, channels_last=self.x.is_cuda, size=self.size)
+        "Shuffled and augmented batches when `train`, else the split in order (augmented, in order, with `augment=True`)"
+        aug = train if augment is None else augment
+        return TensorLoader(self.x, self.y, self.idx, batch_size, shuffle=train, augment=self.augment if aug else 'none',
+                            mean=self.mean, std=self.std, tags=tags, seed=seed, channels_last=self.x.is_cuda and precision_of(self.x.device) == 'bf16', size=self.size)
 
 # %% ../nbs/01d_loaders.ipynb #137ea0d5
 def one_pass(batches,    # a loader, list or iterator of batches
@@ -262,7 +268,7 @@ class FileLoader(BatchLoader):
         dl = DataLoader(_FileItems(self.files, self.y, self.idx[order.numpy()]), batch_size=self.batch_size,
                         num_workers=self.num_workers, pin_memory=cuda, generator=quiet_generator())
         for xb, yb, pos in dl:
-            xb = prepare_batch(xb.to(self.device, non_blocking=True), self.augment, self.gen, self.mean, self.std, self.size, cuda)
+            xb = prepare_batch(xb.to(self.device, non_blocking=True), self.augment, self.gen, self.mean, self.std, self.size, cuda and precision_of(self.device) == 'bf16')
             yield self.batch(xb, yb.to(self.device, non_blocking=True), order[pos], self.device)
 
 # %% ../nbs/01d_loaders.ipynb #62f6064c
@@ -285,9 +291,11 @@ class FileSplit(IndexSplit):
                train=False,    # shuffle and augment; False: the split in order, unaugmented
                seed=0,         # seeds the shuffling and augmentation
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+               augment=None,   # None: augmented when train; True: the training augmentation in order (train=False), the evaluation of augmented images
               ):
-        "Shuffled and augmented batches when `train`, else the split in order"
-        return FileLoader(self.files, self.y, self.idx, batch_size, train, self.augment if train else 'none', self.mean, self.std,
+        "Shuffled and augmented batches when `train`, else the split in order (augmented, in order, with `augment=True`)"
+        aug = train if augment is None else augment
+        return FileLoader(self.files, self.y, self.idx, batch_size, train, self.augment if aug else 'none', self.mean, self.std,
                           tags, seed, self.size, self.device, self.num_workers)
 
 # %% ../nbs/01d_loaders.ipynb #abe2bec9

@@ -7,9 +7,9 @@ from __future__ import annotations
 import collections, contextlib, logging, os
 import torch, torch.nn as nn, torch.nn.functional as F
 from .checks import check_choice
-from .loaders import MemorySplit, one_pass
+from .loaders import MemorySplit, TensorSplit, FileSplit, one_pass
 from .user_data import as_split
-from .device import autocast, model_device
+from .device import autocast, model_device, precision_of, PRECISION
 
 log = logging.getLogger('lotus_nb')
 
@@ -33,6 +33,7 @@ FAST = dict(mode=_parse_fast(os.environ.get('LOTUS_FAST', 'auto')), # True, Fals
                                 # or 'emulate': the same bookkeeping with eager replays (checks it on the CPU)
             min_graph_steps=16, # 'auto' graphs the steps of an epoch of at least this many batches
             warmup=3)           # real eager steps before a capture (cuDNN autotuning, optimiser state)
+PRECISION['reduced_ok'] = FAST['mode'] is not False   # bf16 only with the fast path (device.precision_of)
 FAST_STATS = collections.Counter()  # steps run by each path, captures: what ran, for logs and benchmarks
 
 def set_fast(mode=True,  # True, False or 'auto' (on for CUDA, off on the CPU); strings as in $LOTUS_FAST
@@ -41,7 +42,7 @@ def set_fast(mode=True,  # True, False or 'auto' (on for CUDA, off on the CPU); 
     "Switch the fast path on, off or to `'auto'` and set its `options`; returns the previous settings (`set_fast(**prev)` restores them)"
     if bad := set(options) - set(FAST): raise TypeError(f"unknown fast path option(s) {sorted(bad)}; valid: {', '.join(FAST)}")
     if 'graphs' in options: check_choice(options['graphs'], (True, False, 'auto', 'emulate'), 'graphs setting')
-    prev = dict(FAST); FAST.update(options, mode=_parse_fast(mode)); return prev
+    prev = dict(FAST); FAST.update(options, mode=_parse_fast(mode)); PRECISION['reduced_ok'] = FAST['mode'] is not False; return prev
 
 @contextlib.contextmanager
 def fast_path(mode=True,  # True, False or 'auto', inside the block
@@ -49,7 +50,7 @@ def fast_path(mode=True,  # True, False or 'auto', inside the block
     "Context manager: `set_fast(mode, **options)` inside the block, the previous settings after it"
     prev = set_fast(mode, **options)
     try: yield FAST
-    finally: FAST.clear(); FAST.update(prev)
+    finally: FAST.clear(); FAST.update(prev); PRECISION['reduced_ok'] = FAST['mode'] is not False
 
 def fast_enabled(device, # the device the model is on (str or torch.device)
                  ) -> bool:
@@ -106,8 +107,8 @@ def device_batches(batches, # iterable of batches, each a sequence of tensors (o
 @contextlib.contextmanager
 def cudnn_benchmark(device,        # the model's device; anything but CUDA leaves cuDNN alone
                     on:bool=True): # False: leave the autotuner as it is (the plain path)
-    "cuDNN's autotuner on inside the block when `device` is CUDA and `on`"
-    if not on or torch.device(device).type != 'cuda': yield; return
+    "cuDNN's autotuner on inside the block when `device` is CUDA, `on`, and the pass runs in bf16 (float32 keeps the authors' deterministic cuDNN)"
+    if not on or torch.device(device).type != 'cuda' or precision_of(device) != 'bf16': yield; return
     prev = torch.backends.cudnn.benchmark; torch.backends.cudnn.benchmark = True
     try: yield
     finally: torch.backends.cudnn.benchmark = prev
@@ -124,12 +125,14 @@ def predict(model:nn.Module,     # run in eval mode; its previous mode is restor
             split,                # a split (or anything as_split accepts); read in order, not augmented (a user's random transform: one fixed draw per item)
             batch_size:int=1024,  # images per forward pass (does not change the result)
             progress:bool=False,  # show a tqdm bar
+            augment_seed:int=None, # None: clean images; a seed: the split's training augmentation, drawn with it, in order (our TensorSplit, FileSplit; other splits: clean)
             ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device
     "Logits (float32) and labels of `model` over `split`, in eval mode, on the model's device"
     was_training, dev = model.training, model_device(model)
     split = as_split(split)
     if isinstance(split, MemorySplit) and split.x.device != dev: split = split.to(dev)   # a user's tensors: moved once, not per batch
-    fast = fast_enabled(dev); batches = split.loader(batch_size)
+    aug = augment_seed is not None and isinstance(split, (TensorSplit, FileSplit))   # the authors' metrics and tau_d read augmented images
+    fast = fast_enabled(dev); batches = split.loader(batch_size, seed=augment_seed, augment=True) if aug else split.loader(batch_size)
     model.eval(); logits, ys = [], []
     try:
         with cudnn_benchmark(dev, fast):
@@ -144,9 +147,10 @@ def predict(model:nn.Module,     # run in eval mode; its previous mode is restor
 def accuracy_of(model:nn.Module,    # evaluated in eval mode, as in predict
                 split,              # the split to score
                 batch_size:int=1024, # images per forward pass
-                sync:bool=True):    # False: a 0-dim tensor on the device, without waiting for it
+                sync:bool=True,     # False: a 0-dim tensor on the device, without waiting for it
+                augment_seed:int=None): # None: clean images; a seed: one draw of the split's training augmentation (see predict)
     "Top-1 accuracy of `model` on `split` (eval mode)"
-    logits, y = predict(model, split, batch_size)
+    logits, y = predict(model, split, batch_size, augment_seed=augment_seed)
     acc = (logits.argmax(1) == y).float().mean()
     return acc.item() if sync else acc
 

@@ -13,11 +13,12 @@ from tqdm.auto import tqdm
 from .training import accuracy_of, train_epoch, model_device, fast_enabled, graphable
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
                               make_optimizer, with_tags, num_classes_of)
+from .checks import check_choice
 from .model_checks import check_model_fits, memorisation_warning
 
 # %% auto #0
-__all__ = ['dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'authors_accuracy', 'authors_stop_reached',
-           'authors_tau', 'LotusConfig', 'lotus', 'lotus_unlearn']
+__all__ = ['FORGET_ACCS', 'dynamic_tau', 'lotus_targets', 'soft_cross_entropy', 'lotus_loss', 'authors_accuracy',
+           'authors_stop_reached', 'authors_tau', 'LotusConfig', 'forget_draw', 'lotus', 'lotus_unlearn']
 
 # %% ../nbs/05_lotus.ipynb #9ac8b8a6
 def dynamic_tau(acc_forget:float, # student accuracy on the forget set (a float, or a 0-dim tensor on the device)
@@ -79,6 +80,8 @@ def authors_tau(acc_forget:float, # the student's forget accuracy, rounded (auth
     return float(np.exp(alpha*(acc_forget - acc_unseen)))
 
 # %% ../nbs/05_lotus.ipynb #f6103cfa
+FORGET_ACCS = ('augmented', 'clean')   # the images of the forget accuracy in tau_d: the authors' (training augmentation) or clean
+
 @dataclass
 class LotusConfig(MethodConfig):
     "LoTUS's hyperparameters (paper, section 4)"
@@ -89,6 +92,7 @@ class LotusConfig(MethodConfig):
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
     class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
     authors_stop: bool = False      # the public code's rounding and early stop (until 0.7: legacy_stop)
+    forget_acc: str = 'augmented'   # Acc(f_un, D_f) in tau_d on a fresh draw of D_f's training augmentation each epoch (the authors'), or 'clean'
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=1e-6)}
     class_defaults: ClassVar[dict] = dict(class_unlearning=True, alpha=32.)
     renamed: ClassVar[dict] = dict(legacy_stop='authors_stop')   # the old keyword works until 0.9; a row's setup keeps it
@@ -96,14 +100,22 @@ class LotusConfig(MethodConfig):
                                         epochs=Range(1, 20), alpha=Range(0.5, 32., log=True)) # the paper searched alpha in {2, 4, 8, 16}
 
 # %% ../nbs/05_lotus.ipynb #23e1e96b
+def forget_draw(seed:int,  # the task's seed
+                epoch:int, # the epoch whose forget accuracy it draws
+               ) -> int:   # the seed of that epoch's augmentation draw of D_f
+    "A fresh, seeded draw of the forget set's augmentation each epoch (theirs: a new random draw each epoch)"
+    return seed*1000 + epoch
+
 @register_method('lotus', LotusConfig, display='LoTUS', order=10, paper=True)
 def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting point (left unchanged)
           task:UnlearnTask,     # the forget, retain and unseen sets
           cfg:LotusConfig,      # hyperparameters
           progress:bool=True,   # show a progress bar
           grad_hook=None,       # grad_hook(student) between backward and step (LoTUS + SalUn's mask); None: none
+          on_epoch=None,        # on_epoch(student, epoch) before each epoch's forget accuracy (an observer, e.g. of the other accuracy); None: none
          ) -> Unlearned:        # f_un in eval mode; record: per-epoch trace, acc_unseen, stop_epoch
     "LoTUS: distil the Gumbel-perturbed teacher into the student on $D_f \\cup$ a subset of $D_r$"
+    check_choice(cfg.forget_acc, FORGET_ACCS, 'forget_acc')
     teacher, student = frozen(original), student_of(original)
     if cfg.class_unlearning: acc_unseen = 0.
     elif task.unseen is None: raise ValueError("LoTUS needs an unseen set D_u (or class_unlearning=True)")
@@ -120,7 +132,8 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
         state['tau'], k = torch.ones((), dtype=torch.float64, device=dev), num_classes_of(original, task)
         graphable(loss_fn, draws=(lambda b: [torch.empty(len(b[0]), k, device=dev).exponential_()]) if cfg.gumbel else None)
     for epoch in tqdm(range(cfg.epochs), disable=not progress, desc='LoTUS'):
-        acc_f = accuracy_of(student, task.forget, sync=not fast)
+        if on_epoch is not None: on_epoch(student, epoch)
+        acc_f = accuracy_of(student, task.forget, sync=not fast, augment_seed=forget_draw(task.seed, epoch) if cfg.forget_acc == 'augmented' else None)
         if cfg.authors_stop:     # the public code (lotus_class.py:296-305): rounded accuracies, their float difference
             a_f = authors_accuracy(acc_f, len(task.forget))
             if authors_stop_reached(a_f, a_u): stop = epoch; break

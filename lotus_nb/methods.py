@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_methods.ipynb #6c18b776
 from __future__ import annotations
-import copy, dataclasses, logging, warnings
+import copy, dataclasses, inspect, logging, warnings
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -21,11 +21,13 @@ from .method_parts import (student_of, frozen, make_optimizer, with_tags, num_cl
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods', 'check_method',
-           'new_field_names', 'config_identity', 'method_config', 'method_role', 'is_reference', 'role_method',
-           'display_name', 'ordered_methods', 'Unlearned', 'unlearn']
+__all__ = ['log', 'RETAIN_DRAWS', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods',
+           'check_method', 'new_field_names', 'config_identity', 'method_config', 'method_role', 'is_reference',
+           'role_method', 'display_name', 'ordered_methods', 'Unlearned', 'unlearn']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
+RETAIN_DRAWS = ('uniform', 'stratified')   # how retain_subset draws: as the authors' random.sample (lotus_class.py:267-271), or by class
+
 @dataclass
 class UnlearnTask:
     "The data an unlearning method may use: splits (or `Dataset`s, or `DataLoader`s) of $D_f$, $D_r$, $D_u$"
@@ -40,8 +42,9 @@ class UnlearnTask:
     retrain: Callable = None  # retrain() -> (model, meta): $f_{gold}$ (a benchmark passes its cached one)
     original_meta: dict = None # how $f_{orig}$ was trained (time_min, history): the Original's row
     check_sets: bool = True    # refuse sets that share items (check_disjoint) or that the model cannot take (check_model_fits, in unlearn); False: unchecked, as lotus_nb 0.4
+    retain_draw: str = 'uniform' # retain_subset's draw: 'uniform' (int(retain_pct * n) of D_r, the authors') or 'stratified' (each class's share, ours before)
     def __post_init__(self):
-        check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed)   # the arguments, then every set, before any set is read
+        check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed); check_choice(self.retain_draw, RETAIN_DRAWS, 'retain draw')   # the arguments, then every set, before any set is read
         s = as_splits(dict(forget=self.forget, retain=self.retain, unseen=self.unseen, retain_sub=self.retain_sub))
         self.forget, self.retain, self.unseen, self.retain_sub = s['forget'], s['retain'], s['unseen'], s['retain_sub']
         if len(self.forget) == 0: raise ValueError("the forget set is empty")
@@ -53,8 +56,13 @@ class UnlearnTask:
         return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub),
                                    check_sets=False)   # the same sets, checked already (and a device's tensors are not hashed again)
     def retain_subset(self):
-        "The seeded, stratified `retain_pct` of $D_r$, drawn on first use"
-        if self.retain_sub is None: self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
+        "The seeded `retain_pct` of $D_r$ (unstratified by default, as the authors draw it), drawn on first use"
+        if self.retain_sub is None:
+            if 'stratified' in inspect.signature(self.retain.subset).parameters:
+                self.retain_sub = self.retain.subset(self.retain_pct, self.seed, stratified=self.retain_draw == 'stratified')
+            else:   # a split of one's own whose subset(frac, seed) predates retain_draw: its own (stratified) rule
+                if self.retain_draw != 'stratified': warnings.warn(f"{type(self.retain).__name__}.subset takes no `stratified` argument: its own draw is used, not retain_draw={self.retain_draw!r}")
+                self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
         return self.retain_sub
 
 # %% ../nbs/04_methods.ipynb #4250e6f3

@@ -15,10 +15,11 @@ from .model_checks import check_model_fits
 from .loaders import REHEARSAL   # a rehearsal's state: nbs/01d_loaders.ipynb
 
 # %% auto #0
-__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy', 'mia_entropy',
-           'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision', 'js_rows',
-           'js_authors', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of', 'reference_outputs',
-           'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve', 'evaluate', 'metric_costs']
+__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'AUGMENTABLE', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy',
+           'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision',
+           'js_rows', 'js_authors', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of',
+           'reference_outputs', 'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve',
+           'evaluate', 'metric_costs']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -199,12 +200,23 @@ class Reference:
     rand_forget: torch.Tensor = None    # f_rand probabilities on D_f (ZRF)
     orig_test: torch.Tensor = None      # f_orig probabilities on the test set (the authors' RF-JSD, rf_jsd_authors)
     y_test: torch.Tensor = None         # the labels of the test set (its classes)
+    augmented: tuple = ()               # the sets whose outputs were read augmented ('forget'), and augment_seed: evaluate refuses another choice
+
+AUGMENTABLE = ('forget', 'retain')   # the sets the authors read through their training augmentation (helpers/data_utils.py:296-304)
+
+def _augmented(augmented, augment_seed) -> tuple: # checked; (set names sorted, seed) or ()
+    if isinstance(augmented, str): raise ValueError(f"augmented must be a tuple of set names, e.g. ('forget', 'retain'), got {augmented!r}")
+    for s in augmented: check_choice(s, AUGMENTABLE, 'augmented set')
+    return (tuple(sorted(set(augmented))), int(augment_seed)) if augmented else ()
+
+def _forget_draw(aug:tuple): return aug[1] if aug and 'forget' in aug[0] else None   # the seed of the forget images' draw; None: clean
 
 def probs_of(model,           # a classifier
              split,           # a split, Dataset or DataLoader of (x, y)
-             batch_size=1024): # images per forward pass
+             batch_size=1024, # images per forward pass
+             augment_seed=None): # None: clean images; a seed: one draw of the split's training augmentation (predict)
     "Softmax outputs and labels of `model` on `split`"
-    logits, y = predict(model, split, batch_size); return logits.softmax(-1), y
+    logits, y = predict(model, split, batch_size, augment_seed=augment_seed); return logits.softmax(-1), y
 
 def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                       unseen=None,   # D_u (for RF-JSD); None: no RF-JSD
@@ -213,12 +225,15 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                       f_rand=None,   # a randomly initialised network (for ZRF); None: no ZRF
                       batch_size:int=1024, # images per forward pass
                       test=None,     # the test set (for the authors' RF-JSD, with f_orig); None: no rf_jsd_authors
+                      augmented=(),  # as evaluate's: with 'forget', f_gold and f_rand read the forget images of the draw f_un will read
+                      augment_seed:int=0, # seeds that draw
                      ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
-    ref = Reference()
-    if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size)[0]
+    aug = _augmented(augmented, augment_seed); ref = Reference(augmented=aug)
+    fs = augment_seed if 'forget' in augmented else None   # the authors' JSD: one draw per image, shared by f_un and f_gold (helpers/eval.py:174-177)
+    if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size, fs)[0]
     if f_orig is not None and unseen is not None: ref.orig_unseen, ref.y_unseen = probs_of(f_orig, unseen, batch_size)
-    if f_rand is not None: ref.rand_forget = probs_of(f_rand, forget, batch_size)[0]
+    if f_rand is not None: ref.rand_forget = probs_of(f_rand, forget, batch_size, fs)[0]
     if f_orig is not None and test is not None: ref.orig_test, ref.y_test = probs_of(f_orig, test, batch_size)
     return ref
 
@@ -239,7 +254,7 @@ def register_metric(name:str,              # its key in evaluate's result and it
     "Register an extra metric that `evaluate` computes from its one pass per split, beside the built-ins (`add_metric`); returns `fn` (or a decorator)"
     if fn is None: return lambda f: register_metric(name, f, needs, label, scale, digits, higher_better)
     if name == 'entropies': raise ValueError("'entropies' is a key of evaluate's result (return_entropies), not a metric name")
-    for k in needs: check_choice(k, (*SPLITS, *(f.name for f in dataclasses.fields(Reference))), 'need')
+    for k in needs: check_choice(k, (*SPLITS, *(f.name for f in dataclasses.fields(Reference) if f.name != 'augmented')), 'need')
     return add_metric(name, fn, needs, label, scale, digits, higher_better)
 
 def list_metrics(builtin:bool=False # False: the registered extras; True: the built-ins; None: all
@@ -293,6 +308,8 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              return_entropies:bool=False, # also return each split's per-sample output entropies
              defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see resolve)
              check_sets:bool=True,       # refuse sets that share items or that the model cannot take; False: unchecked
+             augmented=(),               # sets scored through their training augmentation, ('forget', 'retain'): the authors'; (): clean images (ours)
+             augment_seed:int=0,         # seeds that one draw, shared by every metric (and by ref's f_gold outputs)
             ) -> dict:
     "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_authors` (need gold), RF-JSD and `rf_jsd_authors` (need orig), ZRF (needs rand), and the registered ones"
     if mia_nonmember is None: mia_nonmember = 'test' if unseen is None else 'test+unseen'
@@ -302,8 +319,11 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     sets = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
     if check_sets: check_disjoint(sets); check_model_fits(model, sets)   # the model run on two items of each set
     forget, retain, test, unseen = sets['forget'], sets['retain'], sets['test'], sets['unseen']
-    if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size, test)
-    logits = {name: predict(model, s, batch_size) for name, s in
+    aug = _augmented(augmented, augment_seed)
+    if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size, test, augmented, augment_seed)
+    elif (ref.gold_forget is not None or ref.rand_forget is not None) and _forget_draw(ref.augmented) != _forget_draw(aug):   # f_gold's and f_un's forget images must be the same
+        raise ValueError(f"ref was computed with augmented={ref.augmented or ()}, evaluate asked for {aug or ()}: pass the same augmented and augment_seed to reference_outputs")
+    logits = {name: predict(model, s, batch_size, augment_seed=augment_seed if name in augmented else None) for name, s in
               dict(forget=forget, retain=retain, test=test, unseen=unseen).items() if s is not None}
     out = {k: (l.softmax(-1), y) for k, (l, y) in logits.items()}
     ent = {k: entropy(p) for k, (p, _) in out.items()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, math, warnings
 import numpy as np, torch, torch.nn.functional as F
 from torch.utils.data import Subset
-from .device import autocast, model_device
+from .device import model_device
 from .loops import predict
 from .seeding import seeded
 from .loaders import IndexSplit, FileSplit
@@ -52,7 +52,7 @@ def check_model_fits(model:torch.nn.Module,  # the classifier the sets are for; 
                 if s is None: continue
                 xb, yb = _head(s)[:2]
                 try:
-                    with autocast(dev): out = model(xb.to(dev))
+                    out = model(xb.to(dev))   # float32: a shape check of two items
                 except Exception as e:
                     raise ValueError(f"the {name} set: the model cannot take its inputs (a batch of {len(xb)}: {tuple(xb.shape)}, {xb.dtype}): "
                                      f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e

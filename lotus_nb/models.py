@@ -19,8 +19,8 @@ from .catalog import load_plugins   # the built-ins and the plugins, loaded by w
 __all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'check_model', 'create_model', 'model_arch', 'model_input_size',
            'resolve_model', 'IdentityConvBlock', 'AuthorsResNet', 'CifarResNet', 'resnet18', 'resnet18_tv',
            'resnet18_small', 'resnet18_tiny', 'read_state_dict', 'file_sha256', 'weights_digest', 'online',
-           'missing_weights', 'hub_state_dict', 'timm_cached_file', 'timm_download', 'timm_vit', 'vit_b_16',
-           'vit_small', 'vit_b_16_imagenet', 'reinit_copy']
+           'missing_weights', 'hub_state_dict', 'timm_cached_file', 'timm_download', 'timm_vit', 'authors_vit',
+           'vit_b_16', 'vit_b_16_timm', 'vit_small', 'vit_b_16_imagenet', 'reinit_copy']
 
 # %% ../nbs/02_models.ipynb #cb0c716a
 MODELS = Registry('model')
@@ -302,12 +302,27 @@ def timm_vit(variant:str,    # a timm model name, e.g. VIT_B_16_TIMM
     sd = read_state_dict(file, use_ema=True)                  # read here, weights-only, whatever timm's version would do
     return timm.create_model(variant, pretrained=True, pretrained_cfg_overlay=dict(state_dict=sd), **args)
 
+def authors_vit(model:nn.Module, # a timm ViT (changed in place)
+               ) -> nn.Module:   # the same model
+    "The authors' ViT head and LayerNorms (helpers/models.py:175-176, transformers 4.35.2): every LayerNorm's eps 1e-12 (HF's ViTConfig), and a new nn.Linear head at PyTorch's default initialisation"
+    for m in model.modules():
+        if isinstance(m, nn.LayerNorm): m.eps = 1e-12   # timm's LayerNorm reads self.eps in its forward
+    model.head.reset_parameters(); return model        # kaiming-uniform weight, uniform bias: what nn.Linear(hidden, num_classes) starts with
+
 @register_model('vit_b_16', 'vit', input_size=224, pretrained=True, label='ViT')
 def vit_b_16(num_classes,      # size of the new classification head
              in_chans=3,       # image channels
              img_size=224,     # image side in pixels (the paper fine-tunes at 224)
              pretrained=True): # True (cache or download), False, or a local weights file
-    "ViT-B/16 (timm), ImageNet-pretrained, to fine-tune at 224 px as in the paper"
+    "ViT-B/16 as the authors ran it: Google's ImageNet-21k/1k weights (timm's copy), LayerNorm eps 1e-12 and a new head at PyTorch's default init, to fine-tune at 224 px"
+    return authors_vit(timm_vit(VIT_B_16_TIMM, num_classes, in_chans, img_size, pretrained))
+
+@register_model('vit_b_16_timm', 'vit', input_size=224, pretrained=True, label='ViT-timm')
+def vit_b_16_timm(num_classes,      # size of the new classification head
+                  in_chans=3,       # image channels
+                  img_size=224,     # image side in pixels
+                  pretrained=True): # True (cache or download), False, or a local weights file
+    "ViT-B/16 as timm builds it (ours before 0.8): the same weights, LayerNorm eps 1e-6, a trunc-normal(0.02) head with zero bias"
     return timm_vit(VIT_B_16_TIMM, num_classes, in_chans, img_size, pretrained)
 
 @register_model('vit_small', 'vit', label='ViT-small')

@@ -28,9 +28,9 @@ from .ablation_study import plan_ablation, lotus_variant, VARIANT_OF
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'GPUS', 'MEASURED', 'data_status', 'with_recipe', 'probe_seconds', 'Measured', 'utilisation', 'step_flops',
-           'gpu_factor', 'target_seconds', 'weights_status', 'Estimate', 'estimate', 'Preview', 'preview_grids',
-           'preview_grid', 'render_preview', 'paper_grids', 'rehearsal_report']
+__all__ = ['log', 'GPUS', 'MEASURED', 'BF16_NOTE', 'data_status', 'with_recipe', 'probe_seconds', 'Measured', 'utilisation',
+           'step_flops', 'gpu_factor', 'target_seconds', 'weights_status', 'Estimate', 'estimate', 'Preview',
+           'preview_grids', 'preview_grid', 'render_preview', 'paper_grids', 'rehearsal_report']
 
 # %% ../nbs/20b_preview.ipynb #ca579120
 def data_status(specs # BenchmarkSpecs (resolved or not)
@@ -133,6 +133,8 @@ def gpu_factor(src:str, # the GPU measured (a GPUS key)
     (p0, b0), (p1, b1) = GPUS[src], GPUS[dst]
     return max(p0/p1, b0/b1)
 
+BF16_NOTE = "; in bf16 (precision='bf16'): a run in fp32, the default (the authors' numerics), is slower, by an amount not measured here"   # every MEASURED figure is bf16
+
 def target_seconds(model:str,       # a registered model name
                    num_classes:int, # its head
                    in_chans:int,    # image channels
@@ -146,18 +148,18 @@ def target_seconds(model:str,       # a registered model name
         if me.arch == arch and abs(step_flops(model, num_classes, in_chans, me.side)[1]/me.step_flops - 1) < 0.02:   # the network measured
             px, k = (size/me.side)**2, gpu_factor(me.device, target)
             basis = (f"measured: {me.what}, {me.images_s:,.0f} images/s of LoTUS's step on the {me.device.upper()} at {me.side} px"
-                     + (f", x {px:g} for {size} px (pixels)" if px != 1 else '') + (f", x {k:.2f} for the {target.upper()}" if k != 1 else ''))
+                     + (f", x {px:g} for {size} px (pixels)" if px != 1 else '') + (f", x {k:.2f} for the {target.upper()}" if k != 1 else '') + BF16_NOTE)
             return px/me.images_s*train/lotus*k, basis
     me = next(m for m in sorted(MEASURED, key=lambda m: m.device != target) if m.arch == arch); u = utilisation(arch, target)
     k = gpu_factor(me.device, target)
     return (train/(GPUS[me.device][0]*u)*k, f"FLOPs: {train/1e9:.3g} GFLOP per training image at {u:.0%} of the {me.device.upper()}'s bf16 peak "
-            f"(the utilisation measured for {me.what})" + (f", x {k:.2f} for the {target.upper()}" if k != 1 else ''))
+            f"(the utilisation measured for {me.what})" + (f", x {k:.2f} for the {target.upper()}" if k != 1 else '') + BF16_NOTE)
 
 
 # %% ../nbs/20b_preview.ipynb #e5f6a7b8
 def _weights_source(model:str) -> tuple:
     "('timm', variant) or ('hub', url): where a registered model's pretrained weights come from; None for a model without"
-    return {'vit_b_16': ('timm', VIT_B_16_TIMM), 'vit_b_16_imagenet': ('hub', torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.url),
+    return {'vit_b_16': ('timm', VIT_B_16_TIMM), 'vit_b_16_timm': ('timm', VIT_B_16_TIMM), 'vit_b_16_imagenet': ('hub', torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.url),
             'resnet18_tv': ('hub', torchvision.models.ResNet18_Weights.IMAGENET1K_V1.url)}.get(model)
 
 def weights_status(model:str,     # a registered model name

@@ -8,16 +8,17 @@ from pathlib import Path
 import dataclasses
 import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
+from .checks import check_choice
 from .metrics import GAP_KEYS, METRIC_FNS, list_metrics
 from .methods import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',
-           'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED', 'CERTAIN_ROWS', 'OURS_AVG_GAP',
-           'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render', 'metric_row', 'metric_rows',
-           'higher_better', 'extra_rows', 'metric_table', 'gaps_to_gold', 'as_logged', 'aggregate_authors', 'rank_ties',
-           'cell_authors', 'paper_methods', 'best_of', 'shape', 'per_seed', 'certainty', 'standing', 'save_table',
-           'plot_tau_trace', 'plot_entropy']
+           'LOGGED_ROUNDING', 'ROUNDINGS', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED',
+           'CERTAIN_ROWS', 'OURS_AVG_GAP', 'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render',
+           'metric_row', 'metric_rows', 'higher_better', 'extra_rows', 'metric_table', 'gaps_to_gold', 'as_logged',
+           'aggregate_authors', 'rank_ties', 'cell_authors', 'paper_methods', 'best_of', 'shape', 'per_seed',
+           'certainty', 'standing', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -132,21 +133,32 @@ LOGGED_DIGITS = {'acc_forget': 2, 'acc_retain': 2, 'acc_test': 2, 'acc_unseen': 
 PAPER_SCALE = {c: _facts(c).scale for c in LOGGED_DIGITS if _facts(c).scale != 1}   # results.ipynb cell 0: js and js_proxy x 1e4 (their registered scale), before round(2)
 PAPER_DIGITS = {'avg_gap': 4}   # the printed decimals: Avg Gap 4, every other number 2
 
+LOGGED_ROUNDING = {'mia': 'numpy'}   # helpers/eval.py:363-364: round() of a numpy float64 (results.mean()); every other value is a Python float
+ROUNDINGS = ('numpy', 'python')
+
+def _round(v:float, d:int, how:str) -> float:
+    "numpy's rounding (scale, round half to even, unscale: what round() of a numpy float64 does) or Python's (correctly rounded)"
+    return float(np.round(np.float64(v), d)) if how == 'numpy' else round(float(v), d)
+
 def as_logged(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
-              digits:dict=None      # {column: decimals}; None: LOGGED_DIGITS
+              digits:dict=None,     # {column: decimals}; None: LOGGED_DIGITS
+              rounding:dict=None,   # {column: 'numpy' or 'python'}; None: LOGGED_ROUNDING (a column not named: 'python')
              ) -> pd.DataFrame:
-    "`results` with each metric of each row rounded as the authors' code logged it (Python's `round`)"
+    "`results` with each metric of each row rounded as the authors' code logged it: the MIA by numpy, the rest by Python's `round`"
+    rounding = LOGGED_ROUNDING if rounding is None else rounding
+    for c, how in rounding.items(): check_choice(how, ROUNDINGS, f'{c} rounding')
     out = results.copy()
     for c, d in (digits or LOGGED_DIGITS).items():
-        if c in out: out[c] = [round(float(v), d) if pd.notna(v) else np.nan for v in out[c]]
+        if c in out: out[c] = [_round(v, d, rounding.get(c, 'python')) if pd.notna(v) else np.nan for v in out[c]]
     return out
 
 def aggregate_authors(results:pd.DataFrame, # rows of one benchmark: one per (method, seed); Gold's rows give the gaps
-                    keys=GAP_KEYS          # the metrics whose gaps to Gold make Avg Gap
+                    keys=GAP_KEYS,         # the metrics whose gaps to Gold make Avg Gap
+                    rounding:dict=None,    # as_logged's: None, the authors' (the MIA by numpy)
                    ) -> pd.DataFrame: # per method (paper order): <metric>, <metric>_std, gap_<key>, avg_gap, seeds
     "The authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the logged values, JSD x1e4, round(2); gaps of the rounded means; Avg Gap round(4)"
     if not len(results): return pd.DataFrame(columns=['avg_gap', 'seeds'])
-    df = as_logged(results)
+    df = as_logged(results, rounding=rounding)
     cols = [c for c in LOGGED_DIGITS if c in df and df[c].notna().any()]
     idx, g = ordered_methods(df['method']), df.groupby('method')
     mean, std = g[cols].mean().reindex(idx), g[cols].std().reindex(idx)   # pandas' std: ddof=1, as aggregate(['mean', 'std'])

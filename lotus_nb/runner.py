@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, torch, torch.nn as nn
 from .data import dataset_defaults, torch_threads
-from .checks import check_seed, check_threads
+from .checks import check_seed, check_threads, check_choice
 from .loaders import unseen_split, rehearsal, LOADED
 from .set_checks import check_disjoint
 from .models import model_input_size, reinit_copy
-from .device import get_device, to_device
+from .device import get_device, to_device, precision, precision_of, numerics
 from .training import train_cached
 from .methods import UnlearnTask, unlearn
 from .metrics import evaluate, reference_outputs, avg_gap, resolve
@@ -24,8 +24,8 @@ from .catalog import load_plugins   # the unseen sources and run arrays it looks
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'STAGES', 'LOADED_KEYS', 'measure', 'stage', 'write_stages', 'SeedContext', 'fit_original', 'seed_context',
-           'run_seed', 'Unit', 'run_unit']
+__all__ = ['log', 'STAGES', 'LOADED_KEYS', 'EVAL_UNSEEN', 'measure', 'stage', 'write_stages', 'SeedContext', 'fit_original',
+           'eval_unseen_of', 'seed_context', 'run_seed', 'Unit', 'run_unit']
 
 # %% ../nbs/08a_runner.ipynb #3a8f902f
 def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/clear_refs), returning nan
@@ -38,7 +38,7 @@ def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/cl
         return float('nan') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024
 
 class measure:
-    "Context of one run: its peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
+    "Context of one run: its threads, numerics (`precision_of` its device), peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
     def __init__(self, device): # the run's torch.device
         self.cuda, self.device, self.usage = device.type == 'cuda', device, {}
     def __enter__(self):
@@ -46,7 +46,7 @@ class measure:
         _peak_rss_mb(reset=True); return self
     def __exit__(self, *exc):
         mem = torch.cuda.max_memory_allocated(self.device)/2**20 if self.cuda else float('nan')
-        self.usage = dict(threads=torch.get_num_threads(), peak_mem_mb=round(mem, 1), peak_rss_mb=round(_peak_rss_mb(), 1))
+        self.usage = dict(threads=torch.get_num_threads(), precision=precision_of(self.device), peak_mem_mb=round(mem, 1), peak_rss_mb=round(_peak_rss_mb(), 1))
 
 STAGES = []   # this process's stages since run_seed began: one dict each (stage, seconds, batches and images loaded, peak memory)
 LOADED_KEYS = ('train_batches', 'train_images', 'eval_batches', 'eval_images')
@@ -84,13 +84,15 @@ class SeedContext:
     task: UnlearnTask     # what the methods get: forget, retain, the methods' $D_u$, seed, cached models
     ref: object           # the reference outputs of evaluate (f_gold, f_orig, f_rand), computed once
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members (the benchmark's)
+    augmented: tuple = ()  # the sets scored through their training augmentation: ('forget', 'retain') with BenchmarkSpec(eval_augmented=True), else ()
+    unseen_eval: object = None # the evaluation's D_u (acc_unseen, the MIA's non-members with the test set, RF-JSD); None: splits['unseen']
     def evaluate(self, model, # the model to score, e.g. an unlearned f_un
                  **kw         # passed on to lotus_nb.metrics.evaluate
                 ) -> dict:
         "The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference outputs, the MIA's non-members the benchmark's"
         ts = self.splits
-        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], ref=self.ref,
-                        **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, **kw})
+        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'] if self.unseen_eval is None else self.unseen_eval, ref=self.ref,
+                        **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, 'augmented': self.augmented, 'augment_seed': self.task.seed, **kw})
 
 def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains its original model)
                  seed:int,           # seeds the training
@@ -102,6 +104,15 @@ def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains
     "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
     with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
         return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
+
+EVAL_UNSEEN = ('methods', 'heldout')   # the evaluation's D_u: the methods' (a synthetic one where the benchmark has it: the authors'), or the held-out half
+
+def eval_unseen_of(how:str,   # 'methods' or 'heldout'
+                   splits:dict, # the seed's splits (their 'unseen': the held-out half)
+                   unseen,      # the methods' D_u (the task's)
+                  ):            # the split the metrics read as D_u
+    "The evaluation's $D_u$: the methods' own (`'methods'`; CIFAKE in tab:cifar, as theirs) or the held-out half (`'heldout'`); the same on a held-out benchmark"
+    return unseen if check_choice(how, EVAL_UNSEEN, 'eval_unseen') == 'methods' else splits['unseen']
 
 def seed_context(prep:Prepared,      # the prepared benchmark
                  seed:int,           # draws the splits and seeds the training of f_orig and f_gold
@@ -120,13 +131,15 @@ def seed_context(prep:Prepared,      # the prepared benchmark
     with stage('f_gold', dev):
         f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
                              else (None, None))
-    with stage('reference', dev): ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'])
     if prep.spec.unseen == 'heldout': unseen = ts['unseen']
     elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
     else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
+    ev_unseen = eval_unseen_of(prep.spec.eval_unseen, ts, unseen)   # theirs: a synthetic D_u replaces the validation set for the whole run
+    aug = ('forget', 'retain') if prep.spec.eval_augmented else ()   # the authors' scoring of augmented images: one draw, seeded by the seed
+    with stage('reference', dev): ref = reference_outputs(ts['forget'], ev_unseen, f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'], augmented=aug, augment_seed=seed)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
-                       retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta)
-    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember)
+                       retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta, retain_draw=prep.spec.retain_draw)
+    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember, aug, None if ev_unseen is ts['unseen'] else ev_unseen)
 
 # %% ../nbs/08a_runner.ipynb #99bfdae8
 def run_seed(prep:Prepared,         # the prepared benchmark
@@ -149,7 +162,7 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     overlap = dev.type == 'cuda' if overlap_attacks is None else bool(overlap_attacks)
     STAGES.clear()
     try:
-        with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a CPU run's last digits depend on it: the row records it
+        with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch), precision(prep.spec.precision), numerics(dev):   # threads change a CPU run's last digits, precision a GPU run's: the row records both
             return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap)
     finally: write_stages(store, prep, seed, ms, STAGES)   # what each stage took, a failed unit's too
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
-from .data import ImageData, stratified_sample
+from .data import ImageData, stratified_sample, uniform_sample
 from .checks import check_choice, check_seed, check_fraction
 
 # %% auto #0
@@ -28,7 +28,7 @@ class Splits:
     "Indices of the paper's sets: `forget`, `retain`, `retain_sub` into the training split; `unseen` ($D_u$) and `test` into the held-out split"
     forget: np.ndarray      # training-split positions of the forget set $D_f$
     retain: np.ndarray      # every other training position: the retain set $D_r$
-    retain_sub: np.ndarray  # the seeded retain_pct subset of retain that LoTUS and Bad Teacher see
+    retain_sub: np.ndarray  # the seeded retain_pct subset of retain that LoTUS and Bad Teacher see (unstratified, as UnlearnTask draws it by default)
     unseen: np.ndarray      # held-out positions of the unseen set $D_u$
     test: np.ndarray        # the rest of the held-out split: the test set
     seed: int               # the seed that drew these sets
@@ -55,7 +55,7 @@ def make_splits(y_train,               # labels of the official training split
     retain = np.setdiff1d(np.arange(len(y_train)), forget)
     if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y_train)} samples)")
     if len(retain) == 0: raise ValueError("the forget set is the whole training set: nothing is left to retain")
-    retain_sub = retain[stratified_sample(y_train[retain], retain_pct, seed)]
+    retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
     unseen = stratified_sample(y_heldout, 0.5, seed)
     test = np.setdiff1d(np.arange(len(y_heldout)), unseen)
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, forget_class)
@@ -81,7 +81,7 @@ def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule 
         forget = stratified_sample(y, check_fraction(forget_pct, 'forget_pct'), seed)
         if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y)} samples)")
         retain = np.setdiff1d(np.arange(len(y)), forget)
-    retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
+    retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
     if 'unseen' in fx: unseen, test = np.asarray(fx['unseen']), np.asarray(fx['test'])
     else:                                   # heldout_per_class images per class each, drawn with the seed
         n = fx['heldout_per_class']; unseen = per_class_sample(yh, n, seed)
@@ -156,7 +156,7 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
         if len(free) < need: raise ValueError(f"class {c}: {len(free)} training images lie outside the reported forget sets, {need} needed; use a smaller forget_pct or fewer reported seeds")
         forget.append(rng.permutation(free)[:need])
     forget = np.sort(np.concatenate(forget)); retain = np.setdiff1d(np.arange(len(y)), forget)
-    retain_sub = retain[stratified_sample(y[retain], retain_pct, seed)]
+    retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
     if heldout == 'paper': unseen, test = base.unseen, base.test
     else: unseen, test = unreported_heldout(data.y_heldout, [r.test for r in reported], seed, (data.fixed or {}).get('heldout_per_class'))
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)

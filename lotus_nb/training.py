@@ -19,12 +19,13 @@ from .checkpoints import CACHE_VERSION, cache_key, save_checkpoint, load_checkpo
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'SCHEDULES', 'KEEPS', 'RECIPES', 'OUR_RECIPES', 'Recipe', 'warmup_cosine', 'linear_warmup_decay', 'lr_schedule',
-           'recipe_from', 'fit', 'train_cached']
+__all__ = ['log', 'SCHEDULES', 'KEEPS', 'VAL_LOSSES', 'RECIPES', 'OUR_RECIPES', 'Recipe', 'warmup_cosine', 'linear_warmup_decay',
+           'lr_schedule', 'recipe_from', 'val_loss_of', 'fit', 'train_cached']
 
 # %% ../nbs/03_training.ipynb #28155bde
 SCHEDULES = ('linear', 'cosine', 'constant')   # Recipe.schedule: the authors' per-epoch linear warm-up and decay, our per-step warm-up and cosine, none
 KEEPS = ('last', 'best')                       # Recipe.keep: the last epoch's weights (the authors' run), or the best-validation ones
+VAL_LOSSES = ('batches', 'samples')            # Recipe.val_loss: the mean of batch means (the authors', train.py:206-214), or the mean over samples
 
 @dataclass
 class Recipe:
@@ -38,12 +39,14 @@ class Recipe:
     patience: int = 50         # early stopping on validation loss; None trains all epochs
     schedule: str = 'linear'   # 'linear': the authors' (per epoch, warm-up then linear decay); 'cosine': ours (per step, warm-up then cosine); 'constant'
     keep: str = 'last'         # the weights fit returns: 'last' (the authors' run: the epoch training stopped at) or 'best' (lowest validation loss)
-    def __post_init__(self): check_choice(self.schedule, SCHEDULES, 'recipe schedule'); check_choice(self.keep, KEEPS, 'recipe keep')
+    val_loss: str = 'batches'  # early stopping's loss: 'batches' (the mean of the means of validation batches of batch_size: the authors') or 'samples'
+    def __post_init__(self):
+        check_choice(self.schedule, SCHEDULES, 'recipe schedule'); check_choice(self.keep, KEEPS, 'recipe keep'); check_choice(self.val_loss, VAL_LOSSES, 'recipe val_loss')
 
 RECIPES = {'resnet': Recipe(),    # the authors' runs: reproduce_results.sh:17, with config.py:45-46 (momentum, weight decay), 48 (warm-up), 50 (patience)
            'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=0, patience=10, schedule='constant')}   # reproduce_results.sh:60, config.py:43-47 (SGD, lr 1e-4, no scheduler)
-OUR_RECIPES = {'resnet': Recipe(warmup=5, patience=20, schedule='cosine', keep='best'),   # ours before we followed the authors' runs
-               'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=1, patience=5, schedule='cosine', keep='best')}
+OUR_RECIPES = {'resnet': Recipe(warmup=5, patience=20, schedule='cosine', keep='best', val_loss='samples'),   # ours before we followed the authors' runs
+               'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=1, patience=5, schedule='cosine', keep='best', val_loss='samples')}
 
 
 # %% ../nbs/03_training.ipynb #b7d1e301
@@ -82,7 +85,7 @@ def recipe_from(over,              # a dict of Recipe fields to change, a Recipe
     base = base or Recipe()
     if over is None or isinstance(over, Recipe): return over or base
     if not isinstance(over, dict): raise ValueError(f"a recipe is a dict of Recipe fields, got {over!r}")
-    fields, choices = {f.name: f for f in dataclasses.fields(Recipe)}, dict(schedule=SCHEDULES, keep=KEEPS)
+    fields, choices = {f.name: f for f in dataclasses.fields(Recipe)}, dict(schedule=SCHEDULES, keep=KEEPS, val_loss=VAL_LOSSES)
     if bad := sorted(set(over) - set(fields)):
         raise ValueError(f"unknown recipe field(s) {', '.join(map(str, bad))}; valid fields: {', '.join(fields)}")
     for k, v in over.items():
@@ -95,6 +98,16 @@ def recipe_from(over,              # a dict of Recipe fields to change, a Recipe
 
 
 # %% ../nbs/03_training.ipynb #d11564b7
+def val_loss_of(logits:torch.Tensor, # n x classes, in the validation set's order
+                y:torch.Tensor,      # n labels
+                batch_size:int,      # the validation batches' size (the recipe's)
+                how:str='batches',   # 'batches': the mean of each batch's mean loss (the authors'); 'samples': the mean over samples
+               ) -> float:
+    "Early stopping's validation loss: cross-entropy averaged over samples, or over batches of `batch_size` as the authors' loop does"
+    per = F.cross_entropy(logits.float(), y, reduction='none')
+    if check_choice(how, VAL_LOSSES, 'recipe val_loss') == 'samples': return per.mean().item()
+    return torch.stack([b.mean() for b in per.split(batch_size)]).mean().item()
+
 def fit(model:nn.Module,     # trained in place; on return, the weights recipe.keep names: the last epoch's, or the best-validation ones
         train,               # the split to train on (augmented, shuffled)
         recipe:Recipe,       # epochs, batch size, SGD settings, schedule, warm-up, patience, which weights to keep
@@ -114,7 +127,7 @@ def fit(model:nn.Module,     # trained in place; on return, the weights recipe.k
             row['train_loss'] = train_epoch(model, loader, loss_fn, opt, per_step)
             if stopping:
                 logits, y = predict(model, val)
-                row['val_loss'] = F.cross_entropy(logits, y).item(); row['val_acc'] = (logits.argmax(1) == y).float().mean().item()
+                row['val_loss'] = val_loss_of(logits, y, recipe.batch_size, recipe.val_loss); row['val_acc'] = (logits.argmax(1) == y).float().mean().item()
                 if row['val_loss'] < best[0]: best, bad = (row['val_loss'], epoch, copy.deepcopy(model.state_dict()) if recipe.keep == 'best' else None), 0
                 else: bad += 1
             hist.append(row)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np, torch
 from torch.utils.data import DataLoader, Dataset, Subset, ConcatDataset, TensorDataset, IterableDataset
 from torch.utils.data import BatchSampler, SequentialSampler, RandomSampler, SubsetRandomSampler
-from .data import default_workers, stratified_sample
+from .data import default_workers, stratified_sample, uniform_sample
 from .hf_datasets import hf_kind, hf_dataset
 from .loaders import Split, MemorySplit, quiet_generator
 from .seeding import seeded, random_transform, FixedDraws
@@ -90,11 +90,13 @@ class DatasetSplit(Split):
         return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=nw, pin_memory=torch.cuda.is_available(),
                           prefetch_factor=4 if nw else None, generator=quiet_generator(seed))
     def subset(self,
-               frac:float, # share of each class kept
-               seed:int,   # seeds the draw
+               frac:float,           # share kept (of each class when stratified)
+               seed:int,             # seeds the draw
+               stratified:bool=True, # False: int(frac * len) items drawn without regard to class (no label read)
               ):
-        "A stratified, seeded `frac` of this split (reads every label)"
-        return dataclasses.replace(self, dataset=Subset(self.dataset, stratified_sample(self.labels, frac, seed).tolist()))
+        "A seeded `frac` of this split, stratified (reads every label) or not"
+        pos = stratified_sample(self.labels, frac, seed) if stratified else uniform_sample(len(self), frac, seed)
+        return dataclasses.replace(self, dataset=Subset(self.dataset, pos.tolist()))
     def __add__(self,
                 other, # another DatasetSplit
                ):

@@ -13,15 +13,22 @@ from lotus_nb.deviations import Deviation, stand_in_rows
 from lotus_nb.data import ImageData, load_dataset
 from lotus_nb.splits import dataset_splits, validation_splits
 from lotus_nb.models import create_model, model_arch
-from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit
+from lotus_nb.device import precision, precision_of, autocast
+from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit, val_loss_of
 from lotus_nb.methods import UnlearnTask, method_config
 from lotus_nb.model_checks import MemorisationWarning
 from lotus_nb.metrics import evaluate, jsd, rf_jsd, zrf, mia_entropy
 from lotus_nb.lotus import lotus_unlearn, authors_stop_reached
+from lotus_nb.loaders import TensorSplit
+from lotus_nb.loops import predict
+from lotus_nb.methods import unlearn
+from lotus_nb.metrics import Reference
+from lotus_nb.runner import SeedContext, eval_unseen_of
+from types import SimpleNamespace
 from lotus_nb.unsir import error_maximizing_noise, impair_epoch
 from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides, benchmark_defaults, benchmark_augment
 from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap
-from lotus_nb.report import EXTRA_ROWS, OURS_AVG_GAP
+from lotus_nb.report import EXTRA_ROWS, OURS_AVG_GAP, as_logged
 from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
 from lotus_nb.paper_tables import pcc_jsd_rf_authors, pcc_jsd_rf, PCC_METHODS
 
@@ -43,26 +50,44 @@ def _probs(n:int=60, k:int=7, seed:int=0): # two N x K probability matrices (con
     p, q = [(torch.randn(n, k, generator=g)*3).softmax(-1) for _ in range(2)]
     return p, q, torch.arange(n) % k
 
+def flip_sets():
+    "A fixed linear model and four disjoint TensorSplits of random 8x8 images augmented by flips, labelled by the model's own clean predictions"
+    g = torch.Generator().manual_seed(0); x = torch.randint(0, 256, (90, 1, 8, 8), generator=g, dtype=torch.uint8)
+    torch.manual_seed(0); m = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
+    y = predict(m, TensorSplit(x, torch.zeros(90, dtype=torch.long), np.arange(90)))[0].argmax(1)   # clean accuracy 1 by construction
+    sp = lambda a, b: TensorSplit(x, y, np.arange(a, b), augment='flip')
+    return m, dict(forget=sp(0, 30), retain=sp(30, 60), test=sp(60, 75), unseen=sp(75, 90))
+
+def mia_sets(synthetic:bool=False): # a model that passes its inputs through: the entropy of each set is set by how peaked its rows are
+    rng = np.random.RandomState(7)
+    def rows(n, lo, hi):
+        x = rng.randn(n, 5)*0.3; x[np.arange(n), rng.randint(0, 5, n)] += rng.uniform(lo, hi, n)
+        return TensorDataset(torch.tensor(x, dtype=torch.float32), torch.tensor(rng.randint(0, 5, n)))
+    ident = nn.Linear(5, 5, bias=False); nn.init.eye_(ident.weight)
+    sets = dict(forget=rows(300, 0, 8), retain=rows(600, 5, 8), test=rows(300, 0, 3), unseen=rows(300, 2, 5))
+    return (ident, sets, rows(300, 6, 8)) if synthetic else (ident, sets)   # a synthetic D_u of confident rows, unlike the held-out one
+
 def _metric_probes() -> dict:
     "Probes of the metric switches: each metric by default and switched, on the same fixed outputs"
     p, q, y = _probs()
-    def mia_sets():   # a model that passes its inputs through: the entropy of each set is set by how peaked its rows are
-        rng = np.random.RandomState(7)
-        def rows(n, lo, hi):
-            x = rng.randn(n, 5)*0.3; x[np.arange(n), rng.randint(0, 5, n)] += rng.uniform(lo, hi, n)
-            return TensorDataset(torch.tensor(x, dtype=torch.float32), torch.tensor(rng.randint(0, 5, n)))
-        ident = nn.Linear(5, 5, bias=False); nn.init.eye_(ident.weight)
-        return ident, dict(forget=rows(300, 0, 8), retain=rows(600, 5, 8), test=rows(300, 0, 3), unseen=rows(300, 2, 5))
     def mia():
         m, s = mia_sets(); return evaluate(m, **s)['mia'], evaluate(m, **s, mia_nonmember='unseen')['mia']
     def mia_c():
         r = np.random.RandomState(0); mem, non = r.gamma(2, 0.1, 40), r.gamma(2, 0.1, 15) + 0.6*r.rand(15); grid = np.arange(0.2, 0.5, 1e-4)
         return mia_entropy(mem, non, grid), mia_entropy(mem, non, grid, C=1.)
+    def eval_unseen():   # the entropy MIA of one model through the runner's SeedContext, its D_u chosen by the switch
+        m, s, synth = mia_sets(synthetic=True)
+        def mia(how):
+            u = eval_unseen_of(how, s, synth)
+            return SeedContext(s, m, None, SimpleNamespace(seed=0), Reference(), unseen_eval=None if u is s['unseen'] else u).evaluate(m)['mia']
+        return mia('methods'), mia('heldout')
     return {('Metrics', 'JSD formula'): lambda: (jsd(p, q), jsd(p, q, authors=True)),
             ('Metrics', 'RF-JSD scale and reference set'): lambda: (rf_jsd(p, y, q, y), rf_jsd(p, y, q, y, authors=True)),
             ('Metrics', 'ZRF'): lambda: (zrf(p, q), zrf(p, q, authors=True)),
             ('Metrics', "entropy MIA's non-members"): mia,
-            ('Metrics', "entropy MIA's logistic regression"): mia_c}
+            ('Metrics', "entropy MIA's logistic regression"): mia_c,
+            ('Metrics', "the metrics' D_u with a synthetic D_u"): eval_unseen,
+            ('Metrics', 'images the metrics score'): lambda: (lambda m, s: (evaluate(m, **s)['acc_forget'], evaluate(m, **s, augmented=('forget', 'retain'))['acc_forget']))(*flip_sets())}
 
 def _setup_probes() -> dict:
     "Probes of the set-up switches: the network, the augmentation, the recipe and the kept weights"
@@ -78,13 +103,28 @@ def _setup_probes() -> dict:
         m = nn.Linear(8, 4); r = Recipe(epochs=5, batch_size=16, lr=0.5, warmup=1, patience=10, schedule='constant', keep=keep)
         return fit(m, TensorDataset(x, yy), r, val=TensorDataset(x, (yy + 1) % 4), progress=False)['kept_epoch']
     pool = lambda name: type(create_model(name, 10).maxpool).__name__
+    def vit(name):                # every LayerNorm's eps, and whether the new head's bias is zero
+        m = create_model(name, 10, pretrained=False)
+        return {x.eps for x in m.modules() if isinstance(x, nn.LayerNorm)}, bool(m.head.bias.abs().max() == 0)
+    v = torch.arange(1., 11.); lp, one = torch.stack([torch.log1p(-torch.exp(-v)), -v], 1), torch.ones(10, dtype=torch.long)   # losses 1, ..., 10 on label 1
+    def retain_counts(**kw):      # the class counts of LoTUS's retain subset of a 4-class D_r of 100 (25 each), the seed fixed
+        g = torch.Generator().manual_seed(0)
+        forget, retain = (TensorDataset(torch.randn(n, 3, generator=g), torch.arange(n) % 4) for n in (8, 100))
+        return tuple(np.bincount(UnlearnTask(forget, retain, seed=3, **kw).retain_subset().labels.numpy(), minlength=4).tolist())
+    def numerics(mode):           # what a pass on CUDA would run in, and whether a bf16 region would be built (building one without CUDA only warns)
+        with precision(mode), warnings.catch_warnings():
+            warnings.simplefilter('ignore'); return precision_of('cuda'), isinstance(autocast('cuda'), torch.autocast)
     return {('Models', 'ResNet18 network'): lambda: (pool('resnet18'), pool('resnet18_tv')),
             ('Data', 'CIFAR-10/100 augmentation, ResNet18'): lambda: (benchmark_augment('cifar10', 'resnet18'), benchmark_augment('cifar10', 'resnet18', 'crop_flip')),
             ('Data', 'CIFAR-10/100 augmentation, ViT'): lambda: (benchmark_augment('cifar100', 'vit_b_16'), benchmark_augment('cifar100', 'vit_b_16', 'crop_flip')),
             ('Data', 'TinyImageNet augmentation, ResNet18'): lambda: (benchmark_augment('tinyimagenet', 'resnet18'), benchmark_augment('tinyimagenet', 'resnet18', 'flip')),
             ('Training', 'recipe of f_orig and f_gold, ResNet18'): lambda: (lrs(RECIPES['resnet']), lrs(OUR_RECIPES['resnet'])),
             ('Training', 'recipe of f_orig and f_gold, ViT'): lambda: (lrs(RECIPES['vit']), lrs(OUR_RECIPES['vit'])),
-            ('Training', 'weights kept after early stopping'): lambda: (kept('last'), kept(recipe_from({'keep': 'best'}, RECIPES['resnet']).keep))}
+            ('Training', 'weights kept after early stopping'): lambda: (kept('last'), kept(recipe_from({'keep': 'best'}, RECIPES['resnet']).keep)),
+            ('Models', 'ViT-B/16 head and LayerNorm eps'): lambda: (vit('vit_b_16'), vit('vit_b_16_timm')),
+            ('Precision', 'numerics on CUDA'): lambda: (numerics(None), numerics('bf16')),
+            ('Training', 'validation loss of early stopping'): lambda: tuple(round(val_loss_of(lp, one, 4, r.val_loss), 4) for r in (RECIPES['resnet'], recipe_from({'val_loss': 'samples'}, RECIPES['resnet']))),
+            ('Data', 'the retain subset of LoTUS and Bad Teacher'): lambda: (retain_counts(), retain_counts(retain_draw='stratified'))}
 
 def _method_probes() -> dict:
     "Probes of the methods' switches: config values, and the behaviour where a config value alone would prove little"
@@ -101,8 +141,12 @@ def _method_probes() -> dict:
         lo, hi = torch.full((1, 1, 1, 1), -3.), torch.full((1, 1, 1, 1), 3.)
         rb, fb = [(torch.randn(4, 1, 8, 8), torch.arange(4))], [(torch.randn(3, 1, 8, 8), torch.arange(3))]
         return len(impair_epoch(m, rb, fb, opt, lo, hi, noise_steps=1, full=full)['noise_steps'])
+    def forget_acc(**kw):   # the first epoch's forget accuracy (the one tau_d reads) of LoTUS on flip-augmented sets where the clean accuracy is 1
+        m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
+        return unlearn('lotus', m, task, progress=False, epochs=1, **kw).record['trace'][0]['acc_forget']
     c = config_probe
-    return {('UNSIR', 'Adam steps on each noise batch'): lambda: (noise()[0], noise(steps=1)[0]),
+    return {('LoTUS', 'images of the forget accuracy in tau_d'): lambda: (forget_acc(), forget_acc(forget_acc='clean')),
+            ('UNSIR', 'Adam steps on each noise batch'): lambda: (noise()[0], noise(steps=1)[0]),
             ('LoTUS', 'rounding and early stop'): stops,
             ('SalUn', 'learning rate'): c('salun', lr=0.1), ('SalUn', 'mask fraction k'): c('salun', mask_fraction=0.5),
             ('LoTUS+SalUn', 'mask fraction k'): c('lotus_salun', mask_fraction=0.5),
@@ -170,6 +214,7 @@ def _benchmark_probes() -> dict:
             ('LoTUS', 'alpha on CIFAR-10 ResNet18'): lambda: overridden('cifar10', 'lotus', 'alpha', 2.),
             ('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published"): aggregation,
             ('Aggregation', 'the points of tab:pcc'): pcc,
+            ('Aggregation', "rounding of each seed's MIA"): lambda: tuple(as_logged(pd.DataFrame(dict(mia=[25/5000])), **kw).mia[0] for kw in ({}, dict(rounding={'mia': 'python'}))),
             ('Tuning', 'validation unseen and test sets'): tuning,
             ('Inputs', 'sets checked before any work'): inputs}
 

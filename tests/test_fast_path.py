@@ -218,6 +218,49 @@ def test_gpu_fit_with_schedule():
     assert out[True][1].get('captures') == 1, out[True][1]
     assert rel_diff(out[True][0], out[False][0], m) < 0.05
 
+# ---- precision: bf16 autocast only when asked for AND with the fast path on (issue 38) -----------------------------
+
+class _Spy:
+    "A stand-in for CUDA's bf16 autocast region: counts the regions entered, computes nothing differently"
+    entered = 0
+    def __init__(self, **kw): pass
+    def __enter__(self): type(self).entered += 1; return self
+    def __exit__(self, *exc): return False
+
+def test_autocast_follows_precision_and_fast_path(demo, monkeypatch):
+    """With the CPU standing in for CUDA (`AUTOCAST_TYPES`), a spy in place of `torch.autocast('cuda')`: no region is entered with
+    the fast path off (whatever precision was asked) nor in fp32 (the default), and regions are entered in bf16 with the fast path
+    on (the check can fail), over LoTUS, SSD, UNSIR, SalUn and one evaluation"""
+    import lotus_nb.device as D
+    from lotus_nb.metrics import evaluate
+    f_orig, ts, task = demo
+    monkeypatch.setattr(D, '_cuda_autocast', _Spy); monkeypatch.setattr(D, 'AUTOCAST_TYPES', ('cuda', 'cpu'))
+    def entered(prec, fast):
+        _Spy.entered = 0
+        with D.precision(prec), fast_path(fast, graphs=False):
+            for name in ('lotus', 'ssd', 'unsir', 'salun'): unlearn(name, f_orig, task, progress=False, epochs=1)
+            evaluate(f_orig, ts['forget'], ts['retain'], ts['test'], ts['unseen'], check_sets=False)
+        return _Spy.entered
+    assert entered('bf16', False) == 0      # LOTUS_FAST=0: full precision, as the README says
+    assert entered('fp32', True) == 0       # the authors' numerics (the default)
+    assert entered('bf16', True) > 0        # bf16 asked for, fast path on
+
+def test_only_device_builds_autocast():
+    "`torch.autocast` appears in the package only in device.py: every other pass goes through device.autocast"
+    hits = sorted(p.name for p in (ROOT/'lotus_nb').glob('*.py') if 'torch.autocast' in p.read_text())
+    assert hits == ['device.py'], hits
+
+def test_lotus_fast_0_forces_fp32():
+    "$LOTUS_FAST=0 with $LOTUS_PRECISION=bf16: a CUDA pass would run in fp32; with the fast path left on, in bf16; a bad value is refused"
+    code = "import lotus_nb.loops; from lotus_nb.device import precision_of; print(precision_of('cuda'))"
+    def out(fast, prec):
+        return subprocess.run([sys.executable, '-c', code], cwd=ROOT, env={**os.environ, 'LOTUS_FAST': fast, 'LOTUS_PRECISION': prec},
+                              capture_output=True, text=True)
+    assert out('0', 'bf16').stdout.strip() == 'fp32'
+    assert out('auto', 'bf16').stdout.strip() == 'bf16'
+    assert out('auto', '').stdout.strip() == 'fp32'
+    bad = out('auto', 'fp16'); assert bad.returncode != 0 and "'fp32', 'bf16'" in bad.stderr
+
 @cuda
 def test_gpu_no_stream_warning():
     """NegGrad+ with a partial forget batch (240 forget images in batches of 128) on a CUDA graph prints no AccumulateGrad

@@ -269,7 +269,7 @@ MOVED = {
     'guide_tuning.ipynb': [
         'The paper fixes each baseline\'s hyperparameters', 'papermill nbs/tuning.ipynb tuned.ipynb'],
     'guide_gpu.ipynb': [
-        'On CUDA the training steps run fast by default: bf16 autocast, channels-last, fused optimisers',
+        'On CUDA the training steps run fast by default: fused optimisers',   # bf16 is $LOTUS_PRECISION's since issue 38
         'A practitioner\'s own data gets the same pace'],
     'guide_trackers.ipynb': [
         '**MLflow or Weights & Biases.**', '`results.csv` stays the record and the tracker mirrors it',
