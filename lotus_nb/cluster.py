@@ -62,7 +62,7 @@ class WorkerStore:
                  cache_dir=None,       # this node's checkpoint folder; None: node_cache_dir()
                  storage:Storage=None, # where checkpoints are shared; None: shipped by the driver, returned by publish()
                  shipped:dict=None):   # checkpoint name -> bytes the driver sent with the task
-        self._done, self.rows, self.records = set(done), [], []
+        self._done, self.rows, self.records, self.stages = set(done), [], [], []
         self.storage, self.cache = storage, Store(cache_dir or node_cache_dir(), cache_dir or node_cache_dir())
         self._used = {}    # every checkpoint run_seed asked for: name -> path on this node
         self._shipped = {n for n, b in (shipped or {}).items() if b is not None}   # those the driver has (it sent them)
@@ -80,6 +80,10 @@ class WorkerStore:
                      arrays:dict=None): # its arrays (entropies)
         "Keep the run record for the driver"
         self.records.append((ident, record, arrays))
+    def append_stages(self, rows:list # a unit's stages (runner.write_stages)
+                     ):
+        "Keep the stages for the driver, which appends them to its store's stages.csv"
+        self.stages.extend(rows)
     def path(self, name:str # a checkpoint file name
             ) -> Path:
         "The node's copy of checkpoint `name`, fetched from the storage when it has one and the node does not"
@@ -124,11 +128,11 @@ def worker_unit(spec,                 # the BenchmarkSpec (resolved)
                 storage:Storage=None, # where checkpoints are shared; None: through the driver
                 shipped:dict=None,    # checkpoint name -> bytes (None: not shipped) sent with the task
                 cache_dir=None        # the node's checkpoint folder; None: node_cache_dir()
-               ) -> dict: # rows, records, checkpoints (name -> bytes for the driver), node
+               ) -> dict: # rows, records, stages, checkpoints (name -> bytes for the driver), node
     "Run one unit on this node through `run_unit` and a `WorkerStore`; what it produced, for the driver to store"
     prep, ws = prepare(spec, methods), WorkerStore(done, cache_dir, storage, shipped)
     run_unit(prep, unit, ws, device, progress=False, threads=threads)
-    return dict(rows=ws.rows, records=ws.records, checkpoints=ws.publish(), node=socket.gethostname())
+    return dict(rows=ws.rows, records=ws.records, stages=ws.stages, checkpoints=ws.publish(), node=socket.gethostname())
 
 # %% ../nbs/20a_cluster.ipynb #2a7f3117
 def check_data(specs,   # BenchmarkSpecs (resolved) the node will run

@@ -231,6 +231,7 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
             (i, s), out = units[r], ray.get(r)  # re-raises a failed unit's error here
             for name, blob in out['checkpoints'].items(): _keep(store.checkpoints/name, blob)
             for ident, record, arrays in out['records']: store.write_record(ident, record, arrays)
+            store.append_stages(out['stages'])
             for row in out['rows']:
                 if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is kept"); continue
                 if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row_summary(row)} (Ray node {out['node']})")

@@ -391,7 +391,7 @@ def rehearsal_report(out_dir,            # the rehearsal's out_dir (its store is
                     ) -> dict: # 'slowest', 'memory', 'rates' and (with pv) 'estimate': DataFrames
     "What a rehearsal measured (its store's stages.csv): the slowest stages, each model's peak memory and seconds per image pass, and `pv`'s device-hours with those seconds"
     store = Store(out_dir) if Store(out_dir).rehearsal else Store(Path(out_dir)/REHEARSAL_DIR)
-    path = store.root/'stages.csv'
+    path = store.stages
     if not path.exists(): raise FileNotFoundError(f"no stages.csv in {store.root}: run the rehearsal first (fast_dev_run=N)")
     st = pd.read_csv(path); st['name'] = st.benchmark.str.rsplit('-', n=1).str[0]
     out = dict(slowest=st.sort_values('seconds', ascending=False).head(top)[['benchmark', 'seed', 'stage', 'seconds', 'train_batches', 'eval_batches', 'peak_rss_mb', 'peak_mem_mb']].reset_index(drop=True))

@@ -62,17 +62,13 @@ def stage(name:str, # what runs in the block, e.g. 'f_orig', 'unlearn lotus'
     STAGES.append(dict(stage=name, seconds=round(time.perf_counter() - t0, 3), **{k: LOADED[k] - before[k] for k in LOADED_KEYS},
                        peak_rss_mb=use.usage['peak_rss_mb'], peak_mem_mb=use.usage['peak_mem_mb']))
 
-def write_stages(store,        # the results store; a store without a folder (a Ray worker's) keeps none
+def write_stages(store,        # the results store, or a Ray worker's (which hands the stages to the driver)
                  prep:Prepared, # the unit's benchmark
                  seed:int,     # the unit's seed
                  method_seed,  # the unit's method seed
                  stages:list): # the dicts that stage appended
-    "Append a unit's stages to `stages.csv` beside the store's results, with the benchmark, seed, model and rehearsal"
-    if not stages or not isinstance(getattr(store, 'root', None), Path): return
-    import pandas as pd
-    df = pd.DataFrame([dict(benchmark=prep.key, model=prep.spec.model, seed=seed, method_seed=method_seed, fast_dev_run=prep.spec.fast_dev_run, **s) for s in stages])
-    path = store.root/'stages.csv'; path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, mode='a', header=not path.exists(), index=False)
+    "Append a unit's stages to the store's `stages.csv` (`Store.append_stages`), with the benchmark, seed, model and rehearsal"
+    store.append_stages([dict(benchmark=prep.key, model=prep.spec.model, seed=seed, method_seed=method_seed, fast_dev_run=prep.spec.fast_dev_run, **s) for s in stages])
 
 # %% ../nbs/08a_runner.ipynb #d4fa122e
 @dataclass

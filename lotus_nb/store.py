@@ -101,7 +101,7 @@ def _stem(ident:tuple) -> str:
 # %% ../nbs/07a_store.ipynb #96728b25
 @dataclass(frozen=True)
 class Store:
-    "A results folder: results.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/, privacy_results.csv, tuning.db, trials/, index.md and notebooks/; each row mirrored to `tracker` where there is one"
+    "A results folder: results.csv, stages.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/, privacy_results.csv, tuning.db, trials/, index.md and notebooks/; each row mirrored to `tracker` where there is one"
     root: Path            # the folder; created on the first write
     cache_dir: Path = None # checkpoints of f_orig and f_gold; None: root/checkpoints
     tracker: object = None # a lotus_nb.tracking.Tracker: each appended row becomes one of its runs; None: none
@@ -130,6 +130,8 @@ class Store:
     def index(self) -> Path: return self.root/'index.md'
     @property
     def notebooks(self) -> Path: return self.root/'notebooks'
+    @property
+    def stages(self) -> Path: return self.root/'stages.csv'
     @property
     def rehearsal_mark(self) -> Path: return self.root/'REHEARSAL.json'
     @property
@@ -264,6 +266,18 @@ def write_record(self:Store, ident:tuple, # the row_id of the run
     if arrays is not None: atomic_write(self.record_path(ident, 'npz'), lambda f: np.savez_compressed(f, **arrays))
     text = json.dumps({'ident': dict(zip(ID_FIELDS, ident)), **record}, default=str)
     atomic_write(self.record_path(ident), lambda f: f.write(text.encode()))
+
+@patch
+def append_stages(self:Store, rows:list # one dict per stage of a unit (runner.write_stages makes them)
+                 ):
+    "Append a unit's stages (seconds, batches loaded, peak memory) to `stages.csv`; a file whose columns differ is rewritten with both"
+    if not rows: return
+    new = pd.DataFrame(rows)
+    if self.stages.exists() and list(pd.read_csv(self.stages, nrows=0).columns) != list(new.columns):
+        both = pd.concat([pd.read_csv(self.stages), new], ignore_index=True)
+        return atomic_write(self.stages, lambda f: f.write(both.to_csv(index=False).encode()))
+    self.stages.parent.mkdir(parents=True, exist_ok=True)
+    new.to_csv(self.stages, mode='a', header=not self.stages.exists(), index=False)
 
 # %% ../nbs/07a_store.ipynb #0e50a705
 @patch

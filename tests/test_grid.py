@@ -33,6 +33,9 @@ def test_ray_equals_local(tmp_path, ray_local):
     assert len(list((tmp_path/'ray'/'checkpoints').glob('orig_*.pt'))) == 2, "each f_orig trained once, kept by the driver"
     assert len(list((tmp_path/'ray'/'checkpoints').glob('gold_*.pt'))) == 4
     assert {b.name for b in res.values()} == {'digits_resnet18_tiny_forget10', 'digits_resnet18_tiny_class3'}
+    done = lambda d: sorted({(r.benchmark, r.seed, r.stage) for r in pd.read_csv(tmp_path/d/'stages.csv').itertuples()
+                             if r.stage.split()[0] in ('unlearn', 'evaluate')})
+    assert done('ray') == done('local') and len(done('ray')) == 2 * 2 * 2 * 4, "each Ray unit's stages reached the driver's stages.csv"
     # a second Ray run finds every row and runs nothing
     before = (tmp_path/'ray'/'results.csv').read_bytes()
     run_grid(SPECS, out_dir=tmp_path/'ray', executor='ray', tracking='mlflow', **ARGS)

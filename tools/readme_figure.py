@@ -68,7 +68,7 @@ def draw(scores:dict, out:Path):
     bars = bx.bar(models, gaps, color=[colours.get(m) for m in models])
     bx.bar_label(bars, fmt='%.4f', fontsize=8, padding=1)
     bx.set_ylim(0, max(gaps)*1.25); bx.set_title('Avg Gap to f_gold (lower is better)', fontsize=10)
-    fig.suptitle('LoTUS on the quick start: an MLP forgets 100 of the 300 digits it was trained on', fontsize=11)
+    fig.suptitle('LoTUS on the quick start: an MLP forgets 300 of the 900 digits it was trained on', fontsize=11)
     fig.tight_layout()
     out = Path(out); out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f'.{out.name}.tmp.png')
