@@ -18,7 +18,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'ONLY_ROOT', 'LOADED_DATA', 'MAX_LOADED_DATA', 'read_image',
            'default_workers', 'ImageFiles', 'torch_threads', 'ImageData', 'DatasetDefaults', 'register_dataset',
-           'list_datasets', 'check_dataset', 'dataset_defaults', 'data_dirs', 'find_data', 'path_inside',
+           'list_datasets', 'check_dataset', 'dataset_defaults', 'user_cache', 'data_dirs', 'find_data', 'path_inside',
            'available_memory', 'fits_in_memory', 'stratified_sample', 'uniform_sample', 'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
@@ -183,10 +183,14 @@ HOW_TO_GET = Registry('how to get')   # dataset name -> how to get its files, th
 
 ONLY_ROOT = [False]   # set by load_dataset(only_root=True) while it loads: data_dirs(root) is root alone
 
+def user_cache() -> Path:
+    "lotus_nb's folder in the user's cache, `${XDG_CACHE_HOME:-~/.cache}/lotus_nb` (downloads in data/, image hashes in phash/)"
+    return Path(os.environ.get('XDG_CACHE_HOME') or '~/.cache').expanduser()/'lotus_nb'
+
 def data_dirs(root=None, # folder searched first; None: only $LOTUS_DATA and the cache
              ) -> list:  # Path folders in search order, without repeats; they need not exist
     "Where datasets are looked for, in order: `root`, `$LOTUS_DATA`, then the cache `${XDG_CACHE_HOME:-~/.cache}/lotus_nb/data`"
-    cache = Path(os.environ.get('XDG_CACHE_HOME') or '~/.cache')/'lotus_nb'/'data'
+    cache = user_cache()/'data'
     if root is not None and ONLY_ROOT[0]: return [Path(root).expanduser()]   # load_dataset(only_root=True): root or nothing
     out = []
     for d in (root, os.environ.get('LOTUS_DATA') or None, cache):

@@ -4,12 +4,13 @@
 
 # %% ../nbs/01h_mufac.ipynb #9636d6b4
 from __future__ import annotations
-import os
+import hashlib, json, os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, torch
-from .data import ImageData, ImageFiles, register_dataset, find_data, path_inside, HOW_TO_GET, log
+from .data import ImageData, ImageFiles, register_dataset, find_data, path_inside, user_cache, HOW_TO_GET, log
+from .store import atomic_write
 from .checks import optional_import
 
 # %% auto #0
@@ -38,15 +39,44 @@ def read_mufac_csv(base,      # the custom_korean_family_dataset_resolution_128/
     return df.assign(path=[str(path_inside(Path(base)/f'{split}_images', p, csv)) for p in df.image_path],
                      label=[ord(a) - ord('a') for a in df.age_class]).reset_index(drop=True)
 
+def _hash_file(cache:Path, folder:Path, version:str) -> Path:
+    return cache/f"{hashlib.sha1(f'{folder}|imagehash {version}'.encode()).hexdigest()[:20]}.json"
+
+def _prune_hash_cache(cache:Path, keep:Path, folder:Path):
+    "Record `keep` as the cache file of `folder` in cache/folders.json, and delete the cache files of folders that are gone"
+    index = json.loads(p.read_text()) if (p := cache/'folders.json').exists() else {}
+    index[keep.name] = str(folder)
+    for name, f in list(index.items()):
+        if not Path(f).is_dir(): (cache/name).unlink(missing_ok=True); del index[name]
+    atomic_write(p, lambda fh: fh.write(json.dumps(index, indent=0).encode()))
+
 def image_hashes(paths,            # image files
                  workers:int=None, # threads; None: up to 8
+                 cache=True,       # a folder that keeps each file's hash for the next process; True: user_cache()/'phash'; False: none
                 ) -> list:         # one hex string per path, in order
-    "The perceptual hash (`imagehash.phash`, as hex) of every image in `paths`, computed by threads"
+    """The perceptual hash (`imagehash.phash`, as hex) of every image in `paths`, computed by threads. A file whose hash is
+    in `cache` with the same size, modification time (ns) and inode, under the same imagehash version, is not read again"""
     imagehash = optional_import('imagehash', 'mufac')
     from PIL import Image
     def h(p):
         with Image.open(p) as im: return str(imagehash.phash(im))
-    with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as ex: return list(ex.map(h, paths))
+    paths = [Path(p).resolve() for p in paths]
+    cache = None if cache is False or cache is None else user_cache()/'phash' if cache is True else Path(cache)
+    key = {p: [(s := p.stat()).st_size, s.st_mtime_ns, s.st_ino] for p in paths} if cache is not None else {}
+    stored, known = {}, {}                            # folder -> {file name: [size, mtime_ns, ino, hash]}; path -> hash
+    for folder in dict.fromkeys(p.parent for p in paths) if cache is not None else ():
+        f = _hash_file(cache, folder, imagehash.__version__)
+        stored[folder] = json.loads(f.read_text()) if f.exists() else {}
+    for p in key:
+        if (e := stored[p.parent].get(p.name)) is not None and e[:3] == key[p]: known[p] = e[3]
+    todo = [p for p in paths if p not in known]
+    with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as ex: new = dict(zip(todo, ex.map(h, todo)))
+    if cache is not None and new:
+        for folder in dict.fromkeys(p.parent for p in new):
+            entries = stored[folder] | {p.name: key[p] + [v] for p, v in new.items() if p.parent == folder}
+            atomic_write(f := _hash_file(cache, folder, imagehash.__version__), lambda fh: fh.write(json.dumps(entries).encode()))
+            _prune_hash_cache(cache, f, folder)
+    return [known[p] if p in known else new[p] for p in paths]
 
 # %% ../nbs/01h_mufac.ipynb #91344497
 @dataclass
