@@ -181,7 +181,7 @@ DEVIATIONS = [
     # (d) our choices where the paper and the code say nothing, or where an original paper is followed
     Deviation('SSD', 'batches of the importance passes', "clean images; I_f over D_f and I_D over D = D_f + D_r, each in split order (mixed classes) ({lotus_nb.ssd.importances})", '-',
       "ssd_class.py:207-216: I_f = calc_importance(self.dl['forget']) (augmented, shuffled: helpers/data_utils.py:319-326), I_D over DataLoader(ConcatDataset([forget, retain]), shuffle=False): augmented and class-ordered, since their forget and retain are per-class ConcatDatasets (405-418), so its batches are (nearly) single-class; the importance is the mean over batches of the squared batch-mean gradient (138-154)",
-      "Foster et al.'s importance over mixed batches (BASELINES.md); single-class batches inflate I_D, so fewer parameters pass I_f > alpha I_D. Not measured here, so no switch yet", 'none (a switch batches=\'authors\' would need the class-ordered concatenation measured first)', 'our choice'),
+      "Foster et al.'s importance over mixed batches (BASELINES.md), on clean images as every metric; single-class batches inflate I_D, so fewer parameters pass I_f > alpha I_D", "unlearn('ssd', ..., batches='authors') ({lotus_nb.ssd.class_ordered})", 'our choice'),
     Deviation('Data', 'TinyImageNet held-out labels of the unseen/test cut', "files and labels both read from val_annotations.txt, aligned; the cut stratified on the true labels ({lotus_nb.formats_folders.read_tinyimagenet})", '-',
       'helpers/tiny_imagenet_utils.py:70-76: filenames from glob (file-system order), targets from the annotation dict (annotation order); __getitem__ (80-89) labels by file name, but helpers/data_utils.py:244-248 stratifies the held-out cut on held_out.targets, labels unrelated to the samples: in effect an unstratified random 50/50 cut',
       'a defect: the stratification the code asks for', "none (glob's order depends on the file system, so their cut cannot be reproduced; statistically an unstratified 50/50 cut)", 'defect fixed'),
@@ -356,7 +356,8 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
     'ssd': dict(epochs=(0, 0, 'original paper: one shot (ssd_class.py:202 re-applied it: a defect)'), batch_size=(128, 32, 'ssd_class.py:30 the run\'s; ' + BATCH_SIZE_SOURCE),
                          optimizer=('sgd', 'sgd', 'T:tex:825; ssd_class.py:41 (unused)'), lr=(0.1, 0.1, 'T:tex:825; ssd_class.py:38 (unused)'),
                          momentum=(0., 0., 'ssd_class.py:39 (unused)'), weight_decay=(0., 0., 'T:tex:825; ssd_class.py:40 (unused)'),
-                         alpha=(10., 10., 'ssd_class.py:57; original paper'), lam=(1., 1., 'ssd_class.py:56; original paper')),
+                         alpha=(10., 10., 'ssd_class.py:57; original paper'), lam=(1., 1., 'ssd_class.py:56; original paper'),
+                         batches=('mixed', 'mixed', "ours (the ledger's SSD row): theirs, 'authors', is ssd_class.py:207-216")),
     'unsir': dict(epochs=(10, 3, EPOCHS_SOURCE + ' (rounds, unsir_class.py:126)'), batch_size=(128, 16, 'CFG:40; RR:66 ViT --batch_size 16'),
                            optimizer=('sgd', 'sgd', 'T:tex:826; unsir_class.py:68'), lr=(1e-3, 1e-3, 'T:tex:826; unsir_class.py:65'),
                            momentum=(0.9, 0.9, 'unsir_class.py:66 (table silent)'), weight_decay=(0., 0., 'T:tex:826; unsir_class.py:67'),

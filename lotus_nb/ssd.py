@@ -6,25 +6,38 @@
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
-import torch, torch.nn as nn, torch.nn.functional as F
-from .loaders import one_pass
+import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
+from .loaders import one_pass, IndexSplit, TensorSplit, FileSplit
+from .checks import check_choice
 from .methods import MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums
 
 # %% auto #0
-__all__ = ['importances', 'dampen_', 'SSDConfig', 'ssd']
+__all__ = ['importances', 'class_ordered', 'dampen_', 'SSDConfig', 'ssd']
 
 # %% ../nbs/15_ssd.ipynb #749a10e3
 def importances(model:nn.Module,        # the network whose trainable parameters are scored; left in eval mode
                 split,                  # the set the importance is measured on ($D_f$ or $D$)
                 batch_size:int=128,     # images per gradient pass (the run's batch size: 128, ViT 32)
                 progress:bool=False,    # show a progress bar over batches
+                augment_seed:int=None,  # None: clean images in split order; a seed: the split's training augmentation drawn with it
+                shuffle:bool=False,     # with augment_seed: shuffled too, as a training loader's batches
                ) -> dict:               # parameter name -> importance tensor of the parameter's shape
     "SSD's importance of every parameter over `split`: the squared CE gradient of each mini-batch, averaged over batches"
     ce = lambda b: F.cross_entropy(model(b[0]), b[1])
-    batches = one_pass(split.loader(batch_size), disable=not progress, leave=False, desc='importance')
+    if augment_seed is None: loader = split.loader(batch_size)
+    elif shuffle: loader = split.loader(batch_size, train=True, seed=augment_seed)   # a split without augmentation: shuffled only
+    elif isinstance(split, (TensorSplit, FileSplit)): loader = split.loader(batch_size, seed=augment_seed, augment=True)
+    else: loader = split.loader(batch_size)
+    batches = one_pass(loader, disable=not progress, leave=False, desc='importance')
     sums, n = grad_sums(model, batches, ce, transform=torch.square)
     if n == 0: raise ValueError("cannot measure importance on an empty split")
     return {k: s/n for k, s in sums.items()}
+
+def class_ordered(split:IndexSplit # a split of this package's data
+                 ) -> IndexSplit:   # the same items, sorted by class (stable)
+    "The authors' per-class order: their forget and retain sets are ConcatDatasets of one part per class (helpers/data_utils.py:405-418)"
+    if not isinstance(split, IndexSplit): raise TypeError(f"SSD's batches='authors' orders a split by class, which a {type(split).__name__} cannot do: use batches='mixed'")
+    return split.with_idx(split.idx[np.argsort(split.labels.cpu().numpy(), kind='stable')])
 
 # %% ../nbs/15_ssd.ipynb #ccdb1e48
 def dampen_(model:nn.Module,  # the network to dampen, modified in place
@@ -54,6 +67,7 @@ class SSDConfig(MethodConfig):
     weight_decay: float = 0.   # reported only
     alpha: float = 10.         # selection threshold: I_f > alpha * I_D
     lam: float = 1.            # dampening constant $\lambda$
+    batches: str = 'mixed'     # the importance passes: 'mixed' (clean, in split order) or 'authors' (augmented; D_f shuffled, D class by class)
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}   # reproduce_results.sh: ViT runs at batch 32
     search_space: ClassVar[dict] = dict(alpha=Range(1., 50., log=True), lam=Range(0.1, 10., log=True))  # one shot: no lr, no epochs
 
@@ -65,8 +79,13 @@ def ssd(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is dampened)
        ) -> Unlearned:        # the dampened copy, eval mode; record: selected (entries dampened), selected_frac
     "SSD: importances over $D_f$ and $D_r \\cup D_f$, then one dampening of the entries specialised in $D_f$"
     model = student_of(original).eval()
-    I_f = importances(model, task.forget, cfg.batch_size, progress)
-    I_D = importances(model, task.retain + task.forget, cfg.batch_size, progress)
+    check_choice(cfg.batches, ('mixed', 'authors'), 'batches setting')
+    if cfg.batches == 'authors':   # ssd_class.py:207-216: I_f on D_f's training loader, I_D on ConcatDataset([forget, retain]) of per-class parts
+        I_f = importances(model, task.forget, cfg.batch_size, progress, augment_seed=task.seed, shuffle=True)
+        I_D = importances(model, class_ordered(task.forget) + class_ordered(task.retain), cfg.batch_size, progress, augment_seed=task.seed)
+    else:
+        I_f = importances(model, task.forget, cfg.batch_size, progress)
+        I_D = importances(model, task.retain + task.forget, cfg.batch_size, progress)
     selected = dampen_(model, I_f, I_D, cfg.alpha, cfg.lam)
     n_sel, n_all = sum(int(s.sum()) for s in selected.values()), sum(s.numel() for s in selected.values())
     return Unlearned(model.eval(), dict(selected=n_sel, selected_frac=n_sel/n_all))

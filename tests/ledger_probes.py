@@ -144,8 +144,12 @@ def _method_probes() -> dict:
     def forget_acc(**kw):   # the first epoch's forget accuracy (the one tau_d reads) of LoTUS on flip-augmented sets where the clean accuracy is 1
         m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
         return unlearn('lotus', m, task, progress=False, epochs=1, **kw).record['trace'][0]['acc_forget']
+    def ssd_run(**kw):   # SSD on flip-augmented sets: how many entries it dampens, and the sum of the dampened weights
+        m, s = flip_sets(); res = unlearn('ssd', m, UnlearnTask(s['forget'], s['retain'], s['unseen']), progress=False, **kw)
+        return res.record['selected'], round(sum(float(p.sum()) for p in res.model.parameters()), 6)
     c = config_probe
     return {('LoTUS', 'images of the forget accuracy in tau_d'): lambda: (forget_acc(), forget_acc(forget_acc='clean')),
+            ('SSD', 'batches of the importance passes'): lambda: (ssd_run(), ssd_run(batches='authors')),
             ('UNSIR', 'Adam steps on each noise batch'): lambda: (noise()[0], noise(steps=1)[0]),
             ('LoTUS', 'rounding and early stop'): stops,
             ('SalUn', 'learning rate'): c('salun', lr=0.1), ('SalUn', 'mask fraction k'): c('salun', mask_fraction=0.5),
