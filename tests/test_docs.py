@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
-from helpers import checkout_copy, run, script, show
+from helpers import checkout_copy, script
 import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
 PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
@@ -317,21 +317,28 @@ def test_fork_settings(tmp_path):
 
 # ---------------------------------------------------------------- nbdev_docs's own processing
 
-def unbound_in_show_doc_run(nb_path) -> list:
-    """Names that a cell run by nbdev's `exec_show_docs` (what `nbdev_docs` executes before Quarto: exported cells and
-    every cell with an import) reads but no cell of that run binds: such a cell raises and stops `nbdev_docs`"""
-    import ast, builtins, warnings
+def docs_build_cells(nb_path):
+    """(cell, its parsed source) for each cell nbdev's `exec_show_docs` runs, in order: none in a notebook with no export
+    and no `show_doc` (nbdev's `has_docs_`), else exported cells, cells with an import and `show_doc` cells (`_do_eval`)"""
+    import ast, warnings
     from execnb.nbio import read_nb
     from nbdev.process import NBProcessor
     from nbdev.processors import _do_eval
     nb = read_nb(nb_path); NBProcessor(nb=nb, rm_directives=False)
-    if not any(c.directives_.keys() & {'export', 'exports', 'exporti'} for c in nb.cells if c.cell_type == 'code'): return []
-    bound, out = set(dir(builtins)) | {'show_doc', 'get_ipython', 'display'}, []
-    for c in nb.cells:
+    codes = [c for c in nb.cells if c.cell_type == 'code']
+    if not any(c.directives_.keys() & {'export', 'exports', 'exporti'} or 'show_doc(' in c.source for c in codes): return
+    for c in codes:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
-            if c.cell_type != 'code' or not _do_eval(c): continue
-        tree = ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
+            if not _do_eval(c): continue
+        yield c, ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
+
+def unbound_in_show_doc_run(nb_path) -> list:
+    """Names that a cell run by nbdev's `exec_show_docs` (what `nbdev_docs` executes before Quarto: exported cells and
+    every cell with an import) reads but no cell of that run binds: such a cell raises and stops `nbdev_docs`"""
+    import ast, builtins
+    bound, out = set(dir(builtins)) | {'show_doc', 'get_ipython', 'display'}, []
+    for c, tree in docs_build_cells(nb_path):
         here = {b for i in import_graph.scan_tree(tree) for b in i.bound}   # what its imports bind: the repository's one scanner
         reads = set()
         def visit(n):                                   # what runs now, at the cell's top level: not a function's or a class's body
@@ -358,21 +365,10 @@ def test_nbdev_docs_can_process():
 def shown_cells_that_compute(nb_path) -> list:
     """Cells that nbdev's `exec_show_docs` runs (every cell with an import) that also compute: a chapter's checks
     belong in cells it skips, so that the docs build runs exports, imports and `show_doc` only (seconds, not training)"""
-    import ast, warnings
-    from execnb.nbio import read_nb
-    from nbdev.process import NBProcessor
-    from nbdev.processors import _do_eval
-    nb = read_nb(nb_path); NBProcessor(nb=nb, rm_directives=False)
-    codes = [c for c in nb.cells if c.cell_type == 'code']
-    if not any(c.directives_.keys() & {'export', 'exports', 'exporti'} or 'show_doc(' in c.source for c in codes): return []   # nbdev runs nothing
-    out = []
-    for c in nb.cells:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            if c.cell_type != 'code' or not _do_eval(c) or c.directives_.keys() & {'export', 'exports', 'exporti', 'exec_doc'}: continue
-        tree = ast.parse('\n'.join(l for l in c.source.splitlines() if not l.lstrip().startswith(('%', '!'))))
-        if any(not isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body) and 'show_doc(' not in c.source: out.append(c.idx_)
-    return out
+    import ast
+    return [c.idx_ for c, tree in docs_build_cells(nb_path)
+            if not c.directives_.keys() & {'export', 'exports', 'exporti', 'exec_doc'} and 'show_doc(' not in c.source
+            and any(not isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)]
 
 ALLOWED_COMPUTE = {'19_deviations.ipynb'}   # its import cell puts tests/ on sys.path for ledger_probes first
 
