@@ -16,11 +16,12 @@ def script(name: str) -> str:
     if not found: pytest.fail(f"console script {name!r} not found next to {sys.executable} nor on PATH; run tools/setup.sh")
     return found
 
-def run(cmd, timeout=600, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
-    """Run `cmd` in its own process group, capturing stdout and stderr together as text.
+def run(cmd, timeout=600, cwd=ROOT, env=None, unset=()) -> subprocess.CompletedProcess:
+    """Run `cmd` in its own process group, capturing stdout and stderr together as text, with `env` added to this
+    process's environment and the variables `unset` removed from it.
     On timeout the whole group is killed (a grandchild left alive could hold the pipe open) and the test fails."""
     cmd = [str(c) for c in cmd]
-    env = None if env is None else {**os.environ, **env}
+    if env is not None or unset: env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
     with subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           start_new_session=True) as p:
         try: out, _ = p.communicate(timeout=timeout)

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT/'tools'))
 import build_docs as bd
-from helpers import checkout_copy, script
+from helpers import checkout_copy, run, script
 import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
 PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
@@ -389,11 +389,8 @@ def test_nbdev_proc_nbs_on_a_fresh_copy(tmp_path):
     """`nbdev_proc_nbs`, what `nbdev_docs` (and so the Pages workflow) runs before Quarto, passes on a fresh copy of
     the repository at the machine's default thread count"""
     src = checkout_copy(tmp_path/'lotus_nb')
-    env = {k: v for k, v in os.environ.items() if k not in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS')}
-    env['PYTHONPATH'] = str(src)
-    with subprocess.Popen([script('nbdev_proc_nbs')], cwd=src, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as p:
-        out, _ = p.communicate(timeout=1200)
-    assert p.returncode == 0, out[-20_000:]
+    res = run([script('nbdev_proc_nbs')], timeout=1200, cwd=src, env=dict(PYTHONPATH=str(src)), unset=('OMP_NUM_THREADS', 'MKL_NUM_THREADS'))
+    assert res.returncode == 0, res.stdout[-20_000:]
     procd = {q.name for q in (src/'_proc').rglob('*.ipynb')}
     assert {q.name for q in bd.site_notebooks()} <= procd, sorted({q.name for q in bd.site_notebooks()} - procd)
 
