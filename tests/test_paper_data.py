@@ -50,6 +50,20 @@ def test_every_format_loads(written):
     per_class = round(dd.train_images/dd.num_classes*FRACTION)                      # the registered sizes, scaled per class
     assert np.bincount(load_dataset('cifar100', root=out).y_train).tolist() == [per_class]*dd.num_classes
 
+def test_the_paper_named_classes_resolve(written):
+    """The classes the paper forgets by name (tab:class: TinyImageNet's pizza, CIFAR-100's beaver) are named so in the
+    written trees, and each class-unlearning benchmark of the paper resolves its class there (the whole-paper rehearsal
+    stopped on 'unknown class pizza' before)"""
+    from lotus_nb.benchmark_spec import resolve_class
+    from lotus_nb.paper_plan import PAPER_BENCHMARKS
+    out, _ = written
+    assert {n: set(v.values()) for n, v in PD.NAMED.items()} == PD.paper_named_classes()
+    for pb in PAPER_BENCHMARKS['tab:class']:
+        d = load_dataset(pb.dataset, root=out, download=False)
+        k = resolve_class(d, pb.forget_class)
+        assert d.classes[k] == pb.forget_class and PD.NAMED[pb.dataset][k] == pb.forget_class
+        assert sum(c == pb.forget_class for c in d.classes) == 1, pb
+
 def test_images_differ_within_a_class(written):
     "Per-image noise and band offsets: two images of one class differ in their bands, not only in the random bottom quarter"
     out, _ = written
