@@ -146,7 +146,7 @@ def _method_probes() -> dict:
         return unlearn('lotus', m, task, progress=False, epochs=1, **kw).record['trace'][0]['acc_forget']
     def ssd_run(**kw):   # SSD on flip-augmented sets: how many entries it dampens, and the sum of the dampened weights
         m, s = flip_sets(); res = unlearn('ssd', m, UnlearnTask(s['forget'], s['retain'], s['unseen']), progress=False, **kw)
-        return res.record['selected'], round(sum(float(p.sum()) for p in res.model.parameters()), 6)
+        return res.record['selected'], round(sum(float(p.detach().sum()) for p in res.model.parameters()), 6)
     c = config_probe
     return {('LoTUS', 'images of the forget accuracy in tau_d'): lambda: (forget_acc(), forget_acc(forget_acc='clean')),
             ('SSD', 'batches of the importance passes'): lambda: (ssd_run(), ssd_run(batches='authors')),
