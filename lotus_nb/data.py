@@ -266,8 +266,8 @@ def uniform_sample(n:int,      # items to draw from
     return np.sort(np.random.RandomState(seed).permutation(n)[:int(frac*n)])
 
 # %% ../nbs/01_data.ipynb #b51dace1
-LOADED_DATA = collections.OrderedDict()   # (name, root, download, only_root, options) -> ImageData as its reader returned it: the last MAX_LOADED_DATA read
-MAX_LOADED_DATA = 8   # the paper's six datasets and two variants: a grid of every benchmark reads each once
+LOADED_DATA = collections.OrderedDict()   # load_dataset's arguments (root's stamp) -> the ImageData made of them (subset, size, in memory): the last MAX_LOADED_DATA made
+MAX_LOADED_DATA = 8   # the paper's six datasets and two variants: a grid of every benchmark makes each once
 
 def _stamp(root) -> tuple:
     "The modification times of `root` and of the entries in it: a folder written again is read again"
@@ -275,35 +275,12 @@ def _stamp(root) -> tuple:
     r = Path(root).expanduser().resolve()
     return (str(r), r.stat().st_mtime_ns, *sorted((c.name, c.stat().st_mtime_ns) for c in r.iterdir()))
 
-def _read_dataset(f, name, root, download, only_root, options, reuse):
-    "What `f` reads for these arguments; with `reuse`, read once per process (the last `MAX_LOADED_DATA` kept)"
-    key = (name, _stamp(root), download, only_root, repr(sorted(options.items()))) if reuse else None
-    if key is not None and key in LOADED_DATA: LOADED_DATA.move_to_end(key); return LOADED_DATA[key]
+def _made(f, name, root, download, only_root, options, img_size, train_size, in_memory):
+    "What `f` reads for these arguments, with the dataset's defaults, the training subset, the image size and the memory choice applied"
     ONLY_ROOT[0] = only_root
     try: d = f(root=root, download=download, **options)
     finally: ONLY_ROOT[0] = False
-    if key is not None:
-        LOADED_DATA[key] = d
-        while len(LOADED_DATA) > MAX_LOADED_DATA: LOADED_DATA.popitem(last=False)
-    return d
-
-def load_dataset(name:str,            # registry name, a key of DATASETS
-                 root=None,           # data folder searched first; see data_dirs
-                 img_size:int=None,   # resize the images to this side (area-averaged); None: native
-                 train_size:int=None, # keep a stratified subset of this many training images
-                 download:bool=True,  # fetch the data when it is missing and the dataset can be downloaded
-                 in_memory=None,      # True, False or 'auto'; None: the dataset's default
-                 only_root:bool=False, # True: look in root alone (not $LOTUS_DATA nor the cache), and refuse when it is not there
-                 reuse:bool=False,    # True: the files are read once per process for the same arguments (LOADED_DATA; a benchmark's prepare)
-                 **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
-                ) -> ImageData:       # defaults applied: augmentation, normalisation, size
-    "Load the dataset registered as `name`, with its defaults applied"
-    check_dataset(name)
-    if root is not None and not Path(root).expanduser().is_dir():
-        raise FileNotFoundError(f"data folder {root} does not exist (dataset {name!r})")
-    f = DATASETS[name]; dflt = f.defaults
-    d = copy.copy(_read_dataset(f, name, root, download, only_root and root is not None, options, reuse))   # the caller may set its attributes: a copy
-    d.notes = dict(d.notes)
+    d = copy.copy(d); d.notes = dict(d.notes); dflt = f.defaults   # the reader's own object is not changed
     if dflt.augment is not None: d.augment = dflt.augment
     if dflt.mean is not None: d.mean, d.std = dflt.mean, dflt.std
     if train_size is not None and train_size < len(d.y_train):
@@ -320,3 +297,28 @@ def load_dataset(name:str,            # registry name, a key of DATASETS
     if not d.in_memory and (want is True or (want == 'auto' and fits_in_memory(d.x_train.nbytes + d.x_heldout.nbytes))):
         d.x_train, d.x_heldout = d.x_train.load(), d.x_heldout.load()
     return d
+
+def load_dataset(name:str,            # registry name, a key of DATASETS
+                 root=None,           # data folder searched first; see data_dirs
+                 img_size:int=None,   # resize the images to this side (area-averaged); None: native
+                 train_size:int=None, # keep a stratified subset of this many training images
+                 download:bool=True,  # fetch the data when it is missing and the dataset can be downloaded
+                 in_memory=None,      # True, False or 'auto'; None: the dataset's default
+                 only_root:bool=False, # True: look in root alone (not $LOTUS_DATA nor the cache), and refuse when it is not there
+                 reuse:bool=False,    # True: read, subset, resized and read into memory once per process for the same arguments (LOADED_DATA; a benchmark's prepare)
+                 **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
+                ) -> ImageData:       # defaults applied: augmentation, normalisation, size
+    "Load the dataset registered as `name`, with its defaults applied"
+    check_dataset(name)
+    if root is not None and not Path(root).expanduser().is_dir():
+        raise FileNotFoundError(f"data folder {root} does not exist (dataset {name!r})")
+    args = (DATASETS[name], name, root, download, only_root and root is not None, options, img_size, train_size, in_memory)
+    key = (name, _stamp(root), *args[3:5], repr(sorted(options.items())), *args[6:]) if reuse else None
+    if key is None: d = _made(*args)
+    elif key in LOADED_DATA: LOADED_DATA.move_to_end(key); d = LOADED_DATA[key]
+    else:
+        d = LOADED_DATA[key] = _made(*args)
+        while len(LOADED_DATA) > MAX_LOADED_DATA: LOADED_DATA.popitem(last=False)
+    d = copy.copy(d); d.notes = dict(d.notes)   # the caller may set its attributes: a copy (the tensors shared)
+    return d
+
