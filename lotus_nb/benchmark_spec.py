@@ -229,6 +229,12 @@ class Prepared:
                      ) -> dict: # forget, retain, retain_sub, unseen, test
         "The sets of `seed` as splits on `device`, resized to the model's input"
         return device_splits(self.data, self.splits(seed), device, size=model_input_size(self.spec.model))
+    def device_views(self, seed:int, # the seed whose sets are drawn
+                     device          # where the batches are made
+                    ) -> dict: # method -> its forget, retain, retain_sub, unseen, test
+        "The same sets of `seed` through each other pipeline of the data (`ImageData.views`), by the method whose row is scored on them"
+        return {m: device_splits(dataclasses.replace(self.data, x_train=xt, x_heldout=xh, views=None), self.splits(seed), device, size=model_input_size(self.spec.model))
+                for m, (xt, xh) in (self.data.views or {}).items()}
     def ident(self, method:str,       # registry name
               seed:int,               # the run's seed (the benchmark's: forget set, f_orig, f_gold)
               method_seed:int=None    # the seed of the method's own randomness; None: the seed (the paper's setting)
@@ -302,6 +308,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
                 **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
                 **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}),
+                **({'views': sorted(data.views)} if data.views else {}),   # rows scored through another pipeline (ImageNet's, as the authors' scripts ran it)
                 **({} if resolve_precision(spec.precision) == 'fp32' else dict(precision=resolve_precision(spec.precision))))   # bf16 trains other models
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys

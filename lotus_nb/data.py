@@ -22,16 +22,23 @@ __all__ = ['log', 'BENCHMARK_KEYS', 'DATASETS', 'HOW_TO_GET', 'ONLY_ROOT', 'LOAD
            'available_memory', 'fits_in_memory', 'stratified_sample', 'uniform_sample', 'load_dataset']
 
 # %% ../nbs/01_data.ipynb #919a20d4
+def _shorter(im, side:int):
+    "torchvision's `Resize(side)` of a PIL image: its shorter side to `side`, the aspect ratio kept (bilinear)"
+    from PIL import Image
+    w, h = im.size
+    return im.resize((side, int(side*h/w)) if w <= h else (int(side*w/h), side), Image.BILINEAR)
+
 def read_image(path,            # image file in any format PIL reads
                size:int,        # output side in pixels
                resize:int=None, # shorter side resized to this, then centre-cropped to size (ImageNet: 256, 224)
+               first:int=None,  # shorter side resized to this before anything else (the authors' ViT pipeline prepends Resize(224))
                ) -> torch.Tensor: # 3 x size x size uint8, RGB; resize None: stretched to size x size
     "Decode the image at `path` as RGB `uint8` `3 x size x size` (greyscale files are read as RGB)"
     from PIL import Image
     with Image.open(path) as im: im = im.convert('RGB')
+    if first is not None: im = _shorter(im, first)   # torchvision's Resize(first) before the rest
     if resize is not None:                      # torchvision's Resize(resize) + CenterCrop(size)
-        w, h = im.size
-        im = im.resize((resize, int(resize*h/w)) if w <= h else (int(resize*w/h), resize), Image.BILINEAR)
+        im = _shorter(im, resize)
         w, h = im.size; top, left = int(round((h-size)/2)), int(round((w-size)/2))
         im = im.crop((left, top, left+size, top+size))
     elif im.size != (size, size): im = im.resize((size, size), Image.BILINEAR)
@@ -52,21 +59,23 @@ class ImageFiles:
                  paths,           # image files, one per item, in label order
                  size:int,        # side in pixels every image is decoded at
                  resize:int=None, # shorter side resized to this before the centre crop; None: stretch
+                 first:int=None,  # shorter side resized to this before anything else (read_image's first)
                 ):
-        self.paths, self.size, self.resize = np.asarray([str(p) for p in paths], dtype=object), size, resize
+        self.paths, self.size, self.resize, self.first = np.asarray([str(p) for p in paths], dtype=object), size, resize, first
     def __len__(self): return len(self.paths)
     @property
     def shape(self): return (len(self), 3, self.size, self.size)
     @property
     def nbytes(self) -> int: return math.prod(self.shape)
     def __getitem__(self, i):
-        if isinstance(i, (int, np.integer)): return read_image(self.paths[i], self.size, self.resize)
-        return ImageFiles(self.paths[i if isinstance(i, slice) else np.asarray(i, dtype=int)], self.size, self.resize)
+        if isinstance(i, (int, np.integer)): return read_image(self.paths[i], self.size, self.resize, self.first)
+        return ImageFiles(self.paths[i if isinstance(i, slice) else np.asarray(i, dtype=int)], self.size, self.resize, self.first)
     def with_size(self,
                   size:int, # the new output side in pixels
                  ):
-        "The same files decoded at `size` (the resize-then-crop ratio kept)"
-        return ImageFiles(self.paths, size, None if self.resize is None else round(self.resize*size/self.size))
+        "The same files decoded at `size` (the ratios of the resizes to the crop kept)"
+        scale = lambda s: None if s is None else round(s*size/self.size)
+        return ImageFiles(self.paths, size, scale(self.resize), scale(self.first))
     def load(self,
              num_workers:int=None, # decoding workers; None: default_workers decides
             ) -> torch.Tensor:     # len(self) x 3 x size x size uint8
@@ -101,6 +110,7 @@ class ImageData:
     std: tuple = None       # per-channel std in [0,1]; computed with mean when None
     fixed: dict = None      # a dataset's own split rule (MUFAC, ImageNet): fixed forget/retain/unseen/test positions or heldout_per_class; see dataset_splits
     notes: dict = field(default_factory=dict) # what the loader reports, e.g. MUFAC's cleaning
+    views: dict = None      # the same images through another pipeline, by the method whose row is scored on them: {method: (x_train, x_heldout)} (the authors' ImageNet Original row)
     def __post_init__(self):
         if self.mean is None and self.in_memory and len(self.x_train):
             x = self.x_train.float()/255
@@ -283,19 +293,25 @@ def _made(f, name, root, download, only_root, options, img_size, train_size, in_
     d = copy.copy(d); d.notes = dict(d.notes); dflt = f.defaults   # the reader's own object is not changed
     if dflt.augment is not None: d.augment = dflt.augment
     if dflt.mean is not None: d.mean, d.std = dflt.mean, dflt.std
-    if train_size is not None and train_size < len(d.y_train):
-        keep = np.sort(stratified_sample(d.y_train, train_size/len(d.y_train), seed=0))
-        d.x_train, d.y_train = d.x_train[keep], d.y_train[keep]
+    keep = (np.sort(stratified_sample(d.y_train, train_size/len(d.y_train), seed=0)) if train_size is not None and train_size < len(d.y_train)
+            else None)
+    if keep is not None:
+        d.y_train = d.y_train[keep]
         if d.fixed is not None:               # the fixed forget/retain sets follow the subset
             d.fixed = {k: (np.flatnonzero(np.isin(keep, v)) if k in ('forget', 'retain') else v) for k, v in d.fixed.items()}
-    if img_size is not None and img_size != d.img_size:
-        if d.in_memory:
-            rs = lambda x: F.interpolate(x.float(), size=(img_size, img_size), mode='area').round().clamp(0,255).to(torch.uint8)
-            d.x_train, d.x_heldout = rs(d.x_train), rs(d.x_heldout)
-        else: d.x_train, d.x_heldout = d.x_train.with_size(img_size), d.x_heldout.with_size(img_size)
     want = dflt.in_memory if in_memory is None else in_memory
-    if not d.in_memory and (want is True or (want == 'auto' and fits_in_memory(d.x_train.nbytes + d.x_heldout.nbytes))):
-        d.x_train, d.x_heldout = d.x_train.load(), d.x_heldout.load()
+    def shaped(xt, xh):   # the training subset, the image size and the memory choice, on the images and on each view of them
+        if keep is not None: xt = xt[keep]
+        if img_size is not None and img_size != xt.shape[-1]:
+            if isinstance(xt, torch.Tensor):
+                rs = lambda x: F.interpolate(x.float(), size=(img_size, img_size), mode='area').round().clamp(0,255).to(torch.uint8)
+                xt, xh = rs(xt), rs(xh)
+            else: xt, xh = xt.with_size(img_size), xh.with_size(img_size)
+        if not isinstance(xt, torch.Tensor) and (want is True or (want == 'auto' and fits_in_memory(xt.nbytes + xh.nbytes))):
+            xt, xh = xt.load(), xh.load()
+        return xt, xh
+    d.x_train, d.x_heldout = shaped(d.x_train, d.x_heldout)
+    if d.views: d.views = {k: shaped(*v) for k, v in d.views.items()}
     return d
 
 def load_dataset(name:str,            # registry name, a key of DATASETS

@@ -13,8 +13,8 @@ from .formats_cifar import CIFAR_MEAN, CIFAR_STD, CIFAR10_CLASSES
 
 # %% auto #0
 __all__ = ['TINY_URL', 'TINY_MD5', 'TINY_MEAN', 'TINY_STD', 'IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_FORGET', 'IMAGENET_RETAIN',
-           'IMAGENET_HELDOUT', 'IMAGE_EXTS', 'IMAGENET_RULES', 'read_tinyimagenet', 'load_tinyimagenet',
-           'load_imagenet', 'cifake_label', 'load_cifake']
+           'IMAGENET_HELDOUT', 'IMAGE_EXTS', 'IMAGENET_RULES', 'IMAGENET_PREPROCESS', 'read_tinyimagenet',
+           'load_tinyimagenet', 'load_imagenet', 'cifake_label', 'load_cifake']
 
 # %% ../nbs/01g_formats_folders.ipynb #854ca82f
 TINY_URL, TINY_MD5 = 'http://cs231n.stanford.edu/tiny-imagenet-200.zip', '90528d7ca1a48142e341f4ef8d21d0de'
@@ -63,6 +63,7 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT = 5, 45, 5   # per class: forget, retain, and each of unseen/test
 IMAGE_EXTS = {'.jpeg', '.jpg', '.png'}
 IMAGENET_RULES = ('seeded', 'first')   # forget_rule: the seed draws 5 of each class's 50, or the authors' first 5
+IMAGENET_PREPROCESS = ('authors', 'one')   # preprocess: each row's images as the authors' script for that row read them, or one pipeline for every row
 HOW_TO_GET.register('imagenet', "ImageNet-1k (ILSVRC2012) needs an account at https://image-net.org/download.php. Put ILSVRC2012_img_train.tar, "
                                 "ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz in <folder>/imagenet/ and unpack them once with "
                                 "torchvision.datasets.ImageNet('<folder>/imagenet', split='train') and split='val'; or provide the class-folder trees "
@@ -79,9 +80,10 @@ def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if 
 def load_imagenet(root=None,    # folder searched first; see data_dirs
                   download=True, # unused: ImageNet needs an account (see HOW_TO_GET)
                   forget_rule:str='seeded', # 'seeded': each seed draws the 5 forget images of a class's 50; 'first': the authors' first 5 (data_utils.py:449-450)
+                  preprocess:str='authors', # 'authors': the unlearned rows' images through Resize(224) first, the Original row's without it; 'one': Resize(256), CenterCrop(224) for every row
                   ):
     "ImageNet-1k: 50 training images per class (5 forget + 45 retain), the validation split as the held-out split"
-    check_choice(forget_rule, IMAGENET_RULES, 'forget_rule')
+    check_choice(forget_rule, IMAGENET_RULES, 'forget_rule'); check_choice(preprocess, IMAGENET_PREPROCESS, 'ImageNet pipeline')
     base, _ = find_data('imagenet', ['imagenet/train'], root)
     wnids = sorted(p.name for p in (base/'train').iterdir() if p.is_dir())
     meta = torch.load(base/'meta.bin', weights_only=True) if (base/'meta.bin').exists() else None
@@ -99,8 +101,10 @@ def load_imagenet(root=None,    # folder searched first; see data_dirs
     if forget_rule == 'first':                          # the authors' rule: the first 5 of each class, for every seed
         pos = np.arange(len(ytr)) % n
         fixed.update(forget=np.flatnonzero(pos < IMAGENET_FORGET), retain=np.flatnonzero(pos >= IMAGENET_FORGET))
-    return ImageData('imagenet', ImageFiles(train, 224, 256), torch.tensor(ytr), ImageFiles([p for p, _ in val], 224, 256),
-                     torch.tensor([c for _, c in val]), classes, fixed=fixed)
+    val, yval = [p for p, _ in val], [c for _, c in val]; first = 224 if preprocess == 'authors' else None   # unlearn_imagenet.py:80-88 is_vit=True: data_utils.py:136-141 prepends Resize(224)
+    views = dict(original=(ImageFiles(train, 224, 256), ImageFiles(val, 224, 256))) if first else None   # original_imagenet.py:65-73 is_vit=False: no Resize(224)
+    return ImageData('imagenet', ImageFiles(train, 224, 256, first), torch.tensor(ytr), ImageFiles(val, 224, 256, first),
+                     torch.tensor(yval), classes, fixed=fixed, views=views)
 
 # %% ../nbs/01g_formats_folders.ipynb #efce5f01
 HOW_TO_GET.register('cifake', "Download CIFAKE from Kaggle (https://www.kaggle.com/datasets/birdy654/cifake-real-and-ai-generated-synthetic-images) "

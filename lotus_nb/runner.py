@@ -5,7 +5,7 @@
 # %% ../nbs/08a_runner.ipynb #dcaef0e0
 from __future__ import annotations
 import contextlib, dataclasses, logging, time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np, torch, torch.nn as nn
 from .data import dataset_defaults, torch_threads
@@ -82,10 +82,13 @@ class SeedContext:
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members (the benchmark's)
     augmented: tuple = ()  # the sets scored through their training augmentation: ('forget', 'retain') with BenchmarkSpec(eval_augmented=True), else ()
     unseen_eval: object = None # the evaluation's D_u (acc_unseen, the MIA's non-members with the test set, RF-JSD); None: splits['unseen']
-    def evaluate(self, model, # the model to score, e.g. an unlearned f_un
-                 **kw         # passed on to lotus_nb.metrics.evaluate
+    views: dict = field(default_factory=dict) # method -> the SeedContext its row is scored in: the same sets through another pipeline (Prepared.device_views)
+    def evaluate(self, model,       # the model to score, e.g. an unlearned f_un
+                 method:str=None,   # the method whose row this is: one with a view of its own is scored there
+                 **kw               # passed on to lotus_nb.metrics.evaluate
                 ) -> dict:
         "The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference outputs, the MIA's non-members the benchmark's"
+        if method in self.views: return self.views[method].evaluate(model, **kw)
         ts = self.splits
         return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'] if self.unseen_eval is None else self.unseen_eval, ref=self.ref,
                         **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, 'augmented': self.augmented, 'augment_seed': self.task.seed, **kw})
@@ -135,7 +138,13 @@ def seed_context(prep:Prepared,      # the prepared benchmark
     with stage('reference', dev): ref = reference_outputs(ts['forget'], ev_unseen, f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'], augmented=aug, augment_seed=seed)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta, retain_draw=prep.spec.retain_draw)
-    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember, aug, None if ev_unseen is ts['unseen'] else ev_unseen)
+    views = {}
+    for m, vs in prep.device_views(seed, dev).items():   # a row scored through another pipeline: its own sets and reference outputs
+        if prep.spec.unseen != 'heldout': raise ValueError(f"{prep.name}: a view of the data ({m}'s) needs the held-out D_u, not {prep.spec.unseen!r}")
+        with stage(f'reference {m}', dev):
+            vref = reference_outputs(vs['forget'], vs['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=vs['test'], augmented=aug, augment_seed=seed)
+        views[m] = SeedContext(vs, f_orig, f_gold, task, vref, prep.spec.mia_nonmember, aug)
+    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember, aug, None if ev_unseen is ts['unseen'] else ev_unseen, views)
 
 # %% ../nbs/08a_runner.ipynb #99bfdae8
 def run_seed(prep:Prepared,         # the prepared benchmark
@@ -166,7 +175,7 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
     ctx = seed_context(prep, seed, store, dev, progress)
     f_orig, f_gold = ctx.f_orig, ctx.f_gold
     task = ctx.task if ms == seed else dataclasses.replace(ctx.task, seed=ms)   # the benchmark's models, the method's own seed
-    ev = lambda m: ctx.evaluate(m, return_entropies=True, defer_attacks=overlap)
+    ev = lambda model, m=None: ctx.evaluate(model, m, return_entropies=True, defer_attacks=overlap)
     gold = [ev(f_gold)] if f_gold is not None else None   # resolved once, when the first row needs it
     pending, wrote = [], 0
     ckpts = {k: p.name for k, p in zip(('orig', 'gold'), prep.checkpoints(seed, store))}   # what the rows started from
@@ -192,7 +201,7 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
         for i, m in enumerate(todo):
             with stage(f'unlearn {m}', dev) as u1: r = unlearn(m, f_orig, task, prep.cfgs[m], prep.arch, progress=progress)
             with stage(f'evaluate {m}', dev) as u2:
-                metrics, record = (gold[0] if gold and r.model is f_gold else ev(r.model)), r.record   # gold's are known
+                metrics, record = (gold[0] if gold and r.model is f_gold else ev(r.model, m)), r.record   # gold's are known
                 arrays = {**metrics['entropies'], **{k: v for n in prep.spec.arrays for k, v in RUN_ARRAYS[n](prep, ctx, r.model).items()}}
                 del r
             usage = {**u1.usage, **{k: max(u1.usage[k], u2.usage[k]) for k in ('peak_mem_mb', 'peak_rss_mb')}}   # nan where not measured

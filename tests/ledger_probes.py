@@ -178,6 +178,16 @@ def _benchmark_probes() -> dict:
                     for i in range(n): Image.new('RGB', (4, 4), (i, 0, 0)).save(Path(root)/'imagenet'/split/w/f'{w}_{i:03d}.png')
             f = lambda **o: tuple(dataset_splits(load_dataset('imagenet', root=root, img_size=8, **o), 0.1, 13).forget.tolist())
             return f(), f(forget_rule='first')
+    def pipelines(**o):   # mean |difference| (grey levels) of the first training image as the unlearned rows and as the Original row see it, on a small ImageNet tree of 40 x 60 photos
+        with tempfile.TemporaryDirectory() as root:
+            rng = np.random.RandomState(0)
+            for split, n in (('train', 50), ('val', 10)):
+                for w in ('n01', 'n02'):
+                    (Path(root)/'imagenet'/split/w).mkdir(parents=True)
+                    for i in range(n): Image.fromarray(rng.randint(0, 256, (40, 60, 3), dtype=np.uint8)).save(Path(root)/'imagenet'/split/w/f'{w}_{i:03d}.png')
+            d = load_dataset('imagenet', root=root, **o)
+            seen = (d.views or {}).get('original', (d.x_train,))[0]
+            return round(float((d.x_train[0].float() - seen[0].float()).abs().mean()), 2)
     def overridden(dataset, method, field, value):   # a config field as the runner resolves it for `dataset`'s benchmark, by default and overridden
         f = lambda **o: (lambda s: getattr(method_config(method, model_arch(s.model), **method_overrides(s, [method])[method]), field))(resolve_spec(BenchmarkSpec(dataset, **o)))
         return f(), f(method_overrides={method: {field: value}})
@@ -213,6 +223,7 @@ def _benchmark_probes() -> dict:
             return sum(issubclass(x.category, MemorisationWarning) for x in w)
         return count(), count(check_sets=False)
     return {('Data', 'the ImageNet forget set'): imagenet,
+            ('Data', 'ImageNet preprocessing'): lambda: (pipelines(), pipelines(preprocess='one')),
             ('Inputs', 'a forget set the model never memorised'): memorised,
             ('Benchmarks', 'ImageNet batch size'): lambda: overridden('imagenet', 'lotus', 'batch_size', 32),
             ('LoTUS', 'alpha on CIFAR-10 ResNet18'): lambda: overridden('cifar10', 'lotus', 'alpha', 2.),
