@@ -278,7 +278,7 @@ def test_test_workflow():
     assert '--privileged' in c.get('options', '') and job['env']['LOTUS_NB_CLUSTER_TEST'] == 'required'   # the Ray multi-node test runs
     assert any(s.get('uses', '').startswith('actions/checkout@') for s in job['steps'])
     readme = (ROOT/'README.md').read_text(encoding='utf-8')
-    cmd = 'bash tools/setup.sh && python -m pytest tests'
+    cmd = 'bash tools/setup.sh && python -m pytest -n 2 --dist loadfile tests'
     assert cmd in readme and cmd in _runs(job).splitlines()
     assert bd.config().min_python == '3.11'
 

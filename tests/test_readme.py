@@ -216,7 +216,7 @@ def test_first_screen():
     first = readme().split('\n## Install', 1)[0]
     assert re.search(r'^\*\*For researchers:\*\*', first, re.M) and re.search(r'^\*\*For practitioners:\*\*', first, re.M)
     assert re.search(r'!\[[^\]]+\]\(nbs/images/quick_start\.png\)', first)
-    for cmd in ('bash tools/setup.sh && papermill nbs/experiments.ipynb out.ipynb', 'bash tools/setup.sh && python -m pytest tests'):
+    for cmd in ('bash tools/setup.sh && papermill nbs/experiments.ipynb out.ipynb', 'bash tools/setup.sh && python -m pytest -n 2 --dist loadfile tests'):
         assert cmd in first, cmd
     res = subprocess.run(['git', 'ls-files', '--error-unmatch', 'nbs/images/quick_start.png'], cwd=ROOT, capture_output=True, text=True)
     if res.returncode != 128 or 'not a git repository' not in res.stderr:      # in a git checkout: the figure is committed
