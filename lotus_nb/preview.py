@@ -394,15 +394,18 @@ def rehearsal_report(out_dir,            # the rehearsal's out_dir (its store is
     path = store.stages
     if not path.exists(): raise FileNotFoundError(f"no stages.csv in {store.root}: run the rehearsal first (fast_dev_run=N)")
     st = pd.read_csv(path); st['name'] = st.benchmark.str.rsplit('-', n=1).str[0]
+    st['dataset'] = [n.split(f'_{m}_')[0] for n, m in zip(st.name, st.model)]   # benchmark_name: dataset_model_...
     out = dict(slowest=st.sort_values('seconds', ascending=False).head(top)[['benchmark', 'seed', 'stage', 'seconds', 'train_batches', 'eval_batches', 'peak_rss_mb', 'peak_mem_mb']].reset_index(drop=True))
     out['memory'] = st.groupby('model')[['peak_rss_mb', 'peak_mem_mb']].max()
-    r = st.groupby('model')[['seconds', 'train_images', 'eval_images']].sum()
-    r['s_per_image'] = r.seconds/(r.train_images + r.eval_images/3).clip(lower=1)
-    out['rates'] = r
+    def rates(by):
+        r = st.groupby(by)[['seconds', 'train_images', 'eval_images']].sum()
+        r['s_per_image'] = r.seconds/(r.train_images + r.eval_images/3).clip(lower=1); return r
+    r = out['rates'] = rates(['model', 'dataset'])   # a model's seconds per image on each dataset's images (their sizes differ)
     if pv is not None:
-        model_of = dict(zip(st.name, st.model))
+        key = dict(zip(st.name, zip(st.model, st.dataset)))
         e = pv.plan[['benchmark', 'passes', 's_per_image', 'hours']].copy()
-        e['model'] = e.benchmark.map(model_of); e['measured_s_per_image'] = e.model.map(r.s_per_image)
+        e['model'] = e.benchmark.map(lambda b: key.get(b, (None, None))[0]); e['dataset'] = e.benchmark.map(lambda b: key.get(b, (None, None))[1])
+        e['measured_s_per_image'] = [r.s_per_image.get(key[b], float('nan')) if b in key else float('nan') for b in e.benchmark]
         e['measured_hours'] = e.passes*e.measured_s_per_image/3600
         out['estimate'] = e
     return out
