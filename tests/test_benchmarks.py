@@ -1,6 +1,7 @@
 "The benchmark scripts run on the CPU with small models and synthetic data and print their tables: a smoke run, never a timing"
 import importlib.util, json, sys
 import numpy as np
+import pytest
 from helpers import ROOT, run
 
 def load_script(name):
@@ -9,17 +10,25 @@ def load_script(name):
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     return mod
 
-def test_gpu_speed_smoke(tmp_path):
-    "benchmarks/gpu_speed.py --small on the CPU: every graph-safe method, each path ran the steps it names, the tables and the JSON"
-    gs = load_script('gpu_speed')
-    out = tmp_path/'gs.json'
-    res = run([sys.executable, ROOT/'benchmarks'/'gpu_speed.py', '--device', 'cpu', '--small', '--models', 'resnet18_small',
-               '--methods', 'all', '--ft-epochs', '2', '--more-epochs', '1', '--check', '--json', out], env={'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'})
+@pytest.fixture(scope='module')
+def dry_run(tmp_path_factory):
+    "tools/gpu_session.sh --dry-run, once: (its folder, its output); the GPU session's script on the CPU with small models"
+    out = tmp_path_factory.mktemp('gpu_session')
+    res = run(['bash', ROOT/'tools'/'gpu_session.sh', out, '--dry-run'], env={'OMP_NUM_THREADS': '1'})
     assert res.returncode == 0, res.stdout[-5000:]
+    return out, res
+
+def test_gpu_speed_smoke(dry_run):
+    """benchmarks/gpu_speed.py --small on the CPU, as the dry run calls it (`--models resnet18_small --methods all --ft-epochs 2
+    --more-epochs 1 --check`): every graph-safe method, each path ran the steps it names, the tables and the JSON"""
+    gs = load_script('gpu_speed')
+    out, _ = dry_run
+    log = (out/'gpu_speed.log').read_text()
+    assert '--check' in (ROOT/'tools'/'gpu_session.sh').read_text(), "the dry run checks the fast path against the plain one"
     for title in ('agreement, fast path vs plain', 'Speed per method and model', 'evaluate (all metrics', 'LoTUS vs Gold retraining',
                   'The path a user takes'):
-        assert title in res.stdout, title
-    j = json.loads(out.read_text())
+        assert title in log, title
+    j = json.loads((out/'gpu.json').read_text())
     assert {c['check'].split(':')[0] for c in j['checks']} == set(gs.GRAPHED)
     assert all(c['ok'] for c in j['checks']), j['checks']
     steps = {(r['method'], r['path']): [int(v) for v in r['steps'].split('/')] for r in j['rows'] if r['steps']}
@@ -43,10 +52,9 @@ def test_gpu_speed_smoke(tmp_path):
     assert {e['path'] for e in j['evaluate']} == {'plain', 'fast'} and all(np.isclose(e['ratio'], e['evaluate_s']/e['forward_s']) for e in j['evaluate'])
     assert all(np.isclose(g['lotus_over_gold'], g['lotus_s']/g['total_s']) for g in j['gold']), j['gold']
 
-def test_gpu_session_dry_run(tmp_path):
+def test_gpu_session_dry_run(dry_run):
     "tools/gpu_session.sh --dry-run: the GPU session's one script runs on the CPU and writes its logs and JSON (the GPU tests skip here)"
-    res = run(['bash', ROOT/'tools'/'gpu_session.sh', tmp_path, '--dry-run'], env={'OMP_NUM_THREADS': '1'})
-    assert res.returncode == 0, res.stdout[-5000:]
+    tmp_path, _ = dry_run
     j = json.loads((tmp_path/'gpu.json').read_text())
     assert {r['method'] for r in j['rows']} >= set(load_script('gpu_speed').GRAPHED) and len(j['users']) == 5, j['rows']
     log = (tmp_path/'pytest_gpu.log').read_text()

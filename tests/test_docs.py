@@ -1,5 +1,5 @@
-"""The documentation site: tools/build_docs.py builds pages from the notebooks (executed, processed by nbdev, rendered
-by nbconvert) and a headless Chromium checks what a reader sees: the title, equations typeset by MathJax, figures
+"""The documentation site: tools/build_docs.py builds pages from the notebooks (executed or from their stored outputs,
+processed by nbdev, rendered by nbconvert) and a headless Chromium checks what a reader sees: the title, equations typeset by MathJax, figures
 loaded, links that resolve, no cell that raised. Also: the checker itself catches each of those faults, every
 exported function and class has a docstring and a `show_doc` entry on its page, and the Quarto sidebar lists every
 notebook. Screenshots of the checked pages go to a temporary folder (LOTUS_SCREENSHOTS=docs/screenshots refreshes the
@@ -111,9 +111,12 @@ def test_links_and_slugs():
 
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
-    "index, theory, LoTUS and metrics, executed and rendered (about two minutes on two cores)"
+    """index, theory, LoTUS, metrics and the ledger, rendered from their stored outputs with their API reference: what is
+    checked here is the page a reader sees. Running them is checked elsewhere, once each (tests/test_notebooks.py,
+    tests/test_outputs.py, which also holds those outputs fresh), and the build's own execution on a small notebook
+    (test_cell_that_raises_fails)"""
     out = tmp_path_factory.mktemp('site')
-    man = bd.build(PAGES, out)
+    man = bd.build(PAGES, out, execute=False)
     return out, man
 
 @no_chromium

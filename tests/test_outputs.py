@@ -1,8 +1,10 @@
 """The chapters are committed with their outputs (tools/refresh_outputs.py), and those outputs are not stale: the quick
 chapters are re-executed, as nbdev_test runs them, and what they show now must be what they store, after the tool's
 own normalisation (`normalise(nb, compare=True)`: execution counts, progress bars, memory addresses, temporary paths
-and printed durations set aside). A chapter with no stored outputs fails like a stale one. Also: the tool leaves a
-notebook whose run fails untouched and names the cell; what it writes survives nbdev_clean and is reproducible."""
+and printed durations set aside). A chapter with no stored outputs fails like a stale one. This run is also those
+chapters' nbdev_test: a cell that raises fails here, and tests/test_notebooks.py runs the other notebooks (each
+chapter executes once in the suite). Also: the tool leaves a notebook whose run fails untouched and names the cell;
+what it writes survives nbdev_clean and is reproducible."""
 import json, shutil, sys
 from pathlib import Path
 import nbformat, pytest
@@ -15,7 +17,7 @@ import refresh_outputs as ro
 # measured one at a time (OMP_NUM_THREADS=1) on the 2-core machine; two at a time they take about 1.5 minutes (3 when
 # the machine is busy). The others (index 39 s, 08b_benchmark 36 s, 20_grid 32 s, 05_lotus 21 s, 02, 11, 12, 16, 17 at
 # about 15 s, 18, 21, 25 and the 01a-01h data chapters at 5-13 s) are refreshed by the same command and run by
-# nbdev_test (tests/test_notebooks.py), but not compared here.
+# nbdev_test (tests/test_notebooks.py, which skips those named here: they run here), but not compared here.
 CHEAP = {'00_theory': 20, '00a_registry': 10, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_formats_cifar': 5, '01h_mufac': 6, '01i_hf_datasets': 10, '04_methods': 7, '06_metrics': 10, '07_report': 7, '07a_store': 6, '07b_tracking': 14,
          '09_gold': 10, '10_finetune': 9, '13_bad_teacher': 11, '14_scrub': 11, '15_ssd': 10, '19_deviations': 5,
          '19a_catalog': 5, '20a_cluster': 10, '22_paper_tables': 7, '23_gradcam': 8, '24_hashing': 8, '26_ablation_study': 10,
@@ -35,22 +37,26 @@ def same_numerics() -> tuple:
     return here == stored, here, stored
 
 @pytest.fixture(scope='module')
-def fresh(request, same_numerics):
-    "{notebook name: problems}: the cheap chapters (those selected) executed two at a time and compared with what they store"
+def fresh(request):
+    """{notebook name: result}: the cheap chapters (those selected) executed two at a time and compared with what they store.
+    Every one runs, the machine-dependent ones too: this run is their nbdev_test (tests/test_notebooks.py skips them)"""
     chosen = {it.callspec.params['name'] for it in request.session.items
               if getattr(it, 'originalname', '') == 'test_chapter_outputs_up_to_date' and hasattr(it, 'callspec')}
-    names = [n for n in CHEAP if (n in chosen or not chosen) and (same_numerics[0] or n not in MACHINE_DEPENDENT)]
-    res = ro.check([ROOT/'nbs'/f'{n}.ipynb' for n in names], n_workers=2, timeout=600)
-    return {p.stem: probs for p, probs in res.items()}
+    names = [n for n in CHEAP if n in chosen or not chosen]
+    res = ro.refresh([ROOT/'nbs'/f'{n}.ipynb' for n in names], n_workers=2, check_only=True, timeout=600, log=lambda m: None)
+    return {p.stem: r for p, r in res.items()}
 
 @pytest.mark.parametrize('name', list(CHEAP))
 def test_chapter_outputs_up_to_date(fresh, same_numerics, name):
-    "The outputs stored in the chapter are those a fresh run shows (none stored counts as stale)"
+    """The chapter's checks pass (it runs as nbdev_test runs it), and the outputs it stores are those a fresh run shows
+    (none stored counts as stale)"""
     same, here, stored = same_numerics
+    res = fresh[name]
+    assert res['status'] == 'ok', ro._report(ROOT/'nbs'/f'{name}.ipynb', res)
     if name in MACHINE_DEPENDENT and not same:
-        pytest.skip(f"{name} shows trained models, and this machine's arithmetic ({here}) is not the one that stored its outputs "
-                    f"({stored or 'none stored'}): refresh them here with `python tools/refresh_outputs.py` to compare")
-    probs = fresh[name]
+        pytest.skip(f"{name} ran and its checks passed; it shows trained models, and this machine's arithmetic ({here}) is not the one "
+                    f"that stored its outputs ({stored or 'none stored'}): refresh them here with `python tools/refresh_outputs.py` to compare")
+    probs = res['problems']
     assert not probs, (f"{name}.ipynb: {len(probs)} cells with stale or missing outputs; refresh them with "
                        f"`python tools/refresh_outputs.py {name}` (or every chapter: `python tools/refresh_outputs.py`)\n"
                        + '\n'.join(probs)[:6000])
