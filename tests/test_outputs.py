@@ -28,7 +28,9 @@ CHEAP = {'00_theory': 20, '00a_registry': 10, '01_data': 4, '01b_splits': 8, '01
 # The chapters whose outputs show trained models: their digits follow the CPU's arithmetic (measured: HEAD a120f0f's stored
 # outputs were stale on an AMD EPYC machine in exactly these, with the same code and libraries; see tools/refresh_outputs.py).
 # They are compared where the machine's arithmetic is the one that stored them (numerics_fingerprint), the others everywhere.
-MACHINE_DEPENDENT = {'00_theory', '06_metrics', '09_gold', '10_finetune', '13_bad_teacher', '14_scrub', '15_ssd', '20a_cluster'}
+# 23_gradcam too: its Grad-CAM figure differed in 16.6% of its pixels (by up to 11 levels of 255) on an AMD EPYC machine (AVX512)
+# whose fingerprint was the stored one, while the machines CI ran on matched the stored figure.
+MACHINE_DEPENDENT = {'00_theory', '06_metrics', '09_gold', '10_finetune', '13_bad_teacher', '14_scrub', '15_ssd', '20a_cluster', '23_gradcam'}
 
 @pytest.fixture(scope='module')
 def same_numerics() -> tuple:

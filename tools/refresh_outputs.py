@@ -381,7 +381,8 @@ def check(paths:list, n_workers:int=2, timeout:int|None=None) -> dict:
 # The chapters that train a model show numbers whose last digits depend on the CPU's arithmetic (its vector
 # instructions pick the kernels), and training carries them into the first digits shown: HEAD a120f0f's outputs, stored
 # on one machine, were stale on an AMD EPYC machine in exactly 00_theory, 06_metrics, 09_gold, 10_finetune,
-# 13_bad_teacher, 14_scrub, 15_ssd and 20a_cluster, with the same code and libraries. `numerics_fingerprint` names a
+# 13_bad_teacher, 14_scrub, 15_ssd and 20a_cluster, with the same code and libraries (and 23_gradcam's figure, on an AMD
+# EPYC machine whose fingerprint below was the stored one: tests/test_outputs.py lists it with them). `numerics_fingerprint` names a
 # machine's arithmetic by a few training steps of the stand-in network; `refresh` stores it beside the chapters it
 # writes (FINGERPRINT), so that tests/test_outputs.py compares those chapters only on a machine whose arithmetic is
 # the one that stored them, and the others everywhere.
