@@ -391,18 +391,21 @@ def test_compute_check_can_fail(tmp_path):
 def test_nbdev_proc_nbs_on_a_fresh_copy(tmp_path):
     """`nbdev_proc_nbs`, what `nbdev_docs` (and so the Pages workflow) runs before Quarto, passes on a fresh copy of
     the repository at the machine's default thread count"""
-    import importlib.metadata as md
     src = checkout_copy(tmp_path/'lotus_nb')
     # nbdev_proc_nbs "installs" Quarto when none is on PATH: it tries to download it, then runs `pip install -e` on the
     # checkout at hand, which would point this machine's lotus_nb at this temporary copy (every later process imported
     # it from there, until pytest deleted the folder). A stub on PATH stands for Quarto; nbdev only looks for it.
     stub = tmp_path/'bin'/'quarto'; stub.parent.mkdir(); stub.write_text('#!/bin/sh\necho "quarto: a stub of the tests" >&2; exit 1\n'); stub.chmod(0o755)
-    before = md.distribution('lotus_nb').read_text('direct_url.json')
+    def installed():   # where a process outside any checkout imports lotus_nb from (-I: no cwd, no PYTHONPATH)
+        res = run([sys.executable, '-I', '-c', 'import lotus_nb; print(lotus_nb.__file__)'], cwd=stub.parent, timeout=120)
+        assert res.returncode == 0, res.stdout[-3000:]
+        return res.stdout.strip().splitlines()[-1]
+    before = installed()
     res = run([script('nbdev_proc_nbs')], timeout=1200, cwd=src, env=dict(PYTHONPATH=str(src), PATH=f"{stub.parent}:{os.environ['PATH']}"),
               unset=('OMP_NUM_THREADS', 'MKL_NUM_THREADS'))
     assert res.returncode == 0, res.stdout[-20_000:]
     assert 'Quarto is not installed' not in res.stdout, res.stdout[-5000:]
-    assert md.distribution('lotus_nb').read_text('direct_url.json') == before, "the installed lotus_nb still points where it did"
+    assert installed() == before and not before.startswith(str(tmp_path)), "the installed lotus_nb still points where it did"
     procd = {q.name for q in (src/'_proc').rglob('*.ipynb')}
     assert {q.name for q in bd.site_notebooks()} <= procd, sorted({q.name for q in bd.site_notebooks()} - procd)
 
