@@ -12,17 +12,17 @@ def load_script(name):
 
 @pytest.fixture(scope='module')
 def dry_run(tmp_path_factory):
-    "tools/gpu_session.sh --dry-run, once: (its folder, its output); the GPU session's script on the CPU with small models"
+    "tools/gpu_session.sh --dry-run, once: the folder of its logs and JSON; the GPU session's script on the CPU with small models"
     out = tmp_path_factory.mktemp('gpu_session')
     res = run(['bash', ROOT/'tools'/'gpu_session.sh', out, '--dry-run'], env={'OMP_NUM_THREADS': '1'})
     assert res.returncode == 0, res.stdout[-5000:]
-    return out, res
+    return out
 
 def test_gpu_speed_smoke(dry_run):
     """benchmarks/gpu_speed.py --small on the CPU, as the dry run calls it (`--models resnet18_small --methods all --ft-epochs 2
     --more-epochs 1 --check`): every graph-safe method, each path ran the steps it names, the tables and the JSON"""
     gs = load_script('gpu_speed')
-    out, _ = dry_run
+    out = dry_run
     log = (out/'gpu_speed.log').read_text()
     assert '--check' in (ROOT/'tools'/'gpu_session.sh').read_text(), "the dry run checks the fast path against the plain one"
     for title in ('agreement, fast path vs plain', 'Speed per method and model', 'evaluate (all metrics', 'LoTUS vs Gold retraining',
@@ -54,7 +54,7 @@ def test_gpu_speed_smoke(dry_run):
 
 def test_gpu_session_dry_run(dry_run):
     "tools/gpu_session.sh --dry-run: the GPU session's one script runs on the CPU and writes its logs and JSON (the GPU tests skip here)"
-    tmp_path, _ = dry_run
+    tmp_path = dry_run
     j = json.loads((tmp_path/'gpu.json').read_text())
     assert {r['method'] for r in j['rows']} >= set(load_script('gpu_speed').GRAPHED) and len(j['users']) == 5, j['rows']
     log = (tmp_path/'pytest_gpu.log').read_text()

@@ -194,10 +194,14 @@ def test_papermill_parses_every_parameter(nb, tmp_path):
     prepared = run_nb(nb, tmp_path/'out.ipynb', '--prepare-only')
     assert prepared.returncode == 0 and 'Unable to parse' not in prepared.stdout, show(prepared)
 
+def code_of(nb:str) -> str:
+    "The code cells of nbs/`nb`.ipynb as one source (no shell or magic lines among them)"
+    cells = json.loads((ROOT/'nbs'/f'{nb}.ipynb').read_text())['cells']
+    return '\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'code' and not ''.join(c['source']).lstrip().startswith(('%', '!')))
+
 def grid_calls_without_threads(nb:str) -> list:
     "The `run_grid(...)` calls of nbs/`nb`.ipynb that pass no `threads` (as a keyword, or in the `**options` dict literal they unpack)"
-    cells = json.loads((ROOT/'nbs'/f'{nb}.ipynb').read_text())['cells']
-    tree = ast.parse('\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'code' and not ''.join(c['source']).lstrip().startswith(('%', '!'))))
+    tree = ast.parse(code_of(nb))
     dicts = {t.id: {k.arg for k in n.value.keywords} for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
              and getattr(n.value.func, 'id', '') == 'dict' for t in n.targets if isinstance(t, ast.Name)}
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, 'id', '') == 'run_grid']
@@ -207,13 +211,12 @@ def grid_calls_without_threads(nb:str) -> list:
 def test_threads_reach_every_grid():
     """`-p threads N` on paper.ipynb: its own grid and those of the notebooks of part 4 that run one (all but experiments, whose rows
     the main grid has made, and data_analysis) run each unit on N torch threads; a run_grid call that drops it is named"""
-    names = json.loads((ROOT/'nbs'/'paper.ipynb').read_text())
-    src = '\n'.join(''.join(c['source']) for c in names['cells'] if c['cell_type'] == 'code')
+    src = code_of('paper')
     part4 = ast.literal_eval(re.search(r"^NOTEBOOKS = (\[.*?\])", src, re.M).group(1))
     assert 'threads=threads).items() if v is not None and k in takes' in src, "paper.ipynb forwards threads to the notebooks that take it"
     for nb in ['paper'] + [n for n in part4 if n not in ('experiments', 'data_analysis')]:
         assert 'threads' in parameter_names(nb), nb
-        assert 'run_grid(' in json.dumps(json.loads((ROOT/'nbs'/f'{nb}.ipynb').read_text())) and grid_calls_without_threads(nb) == [], (nb, grid_calls_without_threads(nb))
+        assert 'run_grid(' in code_of(nb) and grid_calls_without_threads(nb) == [], (nb, grid_calls_without_threads(nb))
     assert grid_calls_without_threads('experiments'), "the check finds a call without threads (experiments.ipynb takes none)"
 
 def test_parameters_reach_notebook(tmp_path):
