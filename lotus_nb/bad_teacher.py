@@ -8,27 +8,33 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .models import reinit_copy
+from .models import reinit_copy, start_copy
+from .checks import check_choice
 from .training import train_epoch, graphable
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, frozen,
                               make_optimizer, with_tags, kl_to_targets)
 
 # %% auto #0
-__all__ = ['incompetent_teacher', 'teachers_of', 'bad_teacher_targets', 'bad_teacher_loss', 'bad_teacher_batches',
+__all__ = ['TEACHERS', 'incompetent_teacher', 'teachers_of', 'bad_teacher_targets', 'bad_teacher_loss', 'bad_teacher_batches',
            'BadTeacherConfig', 'bad_teacher']
 
 # %% ../nbs/13_bad_teacher.ipynb #c836cb49
-def incompetent_teacher(original:nn.Module, # f_orig: only its architecture is used (left unchanged)
-                        seed:int=0,          # seeds the random initialisation
-                       ) -> nn.Module:       # the random network, frozen, in eval mode
-    "A randomly initialised network of `original`'s architecture, frozen in eval mode"
-    return frozen(reinit_copy(original, seed))
+TEACHERS = ('pretrained', 'random')   # the incompetent teacher: the network f_orig started from with a new head (the authors'), or a random one
+
+def incompetent_teacher(original:nn.Module,   # f_orig: only its architecture (and pretrained start) is used; left unchanged
+                        seed:int=0,            # seeds the random initialisation (of the head, for a pretrained start)
+                        teacher:str='pretrained', # 'pretrained': start_copy (random unless f_orig was fine-tuned from pretrained weights); 'random'
+                       ) -> nn.Module:         # the incompetent teacher, frozen, in eval mode
+    "The incompetent teacher of `original`'s architecture, frozen in eval mode: `start_copy` ('pretrained') or `reinit_copy` ('random')"
+    make = start_copy if check_choice(teacher, TEACHERS, 'teacher') == 'pretrained' else reinit_copy
+    return frozen(make(original, seed))
 
 def teachers_of(original:nn.Module,  # f_orig: copied as the competent teacher (left unchanged)
                 seed:int=0,           # seeds the incompetent teacher's initialisation (the task's seed)
+                teacher:str='pretrained', # the incompetent teacher: 'pretrained' or 'random' (TEACHERS)
                ) -> tuple:            # (competent, incompetent), both frozen and in eval mode
-    "`(competent, incompetent)`: a frozen copy of `original` and `incompetent_teacher(original, seed)`"
-    return frozen(original), incompetent_teacher(original, seed)
+    "`(competent, incompetent)`: a frozen copy of `original` and `incompetent_teacher(original, seed, teacher)`"
+    return frozen(original), incompetent_teacher(original, seed, teacher)
 
 # %% ../nbs/13_bad_teacher.ipynb #1c2ae3d0
 def bad_teacher_targets(good_logits:torch.Tensor, # B x K logits of the competent teacher f_orig
@@ -64,6 +70,7 @@ class BadTeacherConfig(MethodConfig):
     lr: float = 1e-4           # learning rate
     weight_decay: float = 0.   # no L2 penalty
     T: float = 1.          # distillation temperature of both teachers and the student
+    teacher: str = 'pretrained'  # the incompetent teacher: f_orig's start with a new head (the authors'), or 'random' (the paper's)
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20), T=Range(1., 8., log=True))
 
 @register_method('bad_teacher', BadTeacherConfig, display='BadT', order=5, paper=True)
@@ -72,8 +79,8 @@ def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the stude
                 cfg:BadTeacherConfig,  # hyperparameters
                 progress:bool=True,    # show a progress bar over epochs
                ) -> Unlearned:         # f_un in eval mode; record: train_loss per epoch
-    "Bad Teacher: distil a random network on $D_f$ and $f_{orig}$ on a subset of $D_r$ into a copy of $f_{orig}$"
-    good, bad = teachers_of(original, task.seed)
+    "Bad Teacher: distil an incompetent teacher (TEACHERS) on $D_f$ and $f_{orig}$ on a subset of $D_r$ into a copy of $f_{orig}$"
+    good, bad = teachers_of(original, task.seed, cfg.teacher)
     student, batches = student_of(original), bad_teacher_batches(task, cfg.batch_size)
     opt = make_optimizer(student.parameters(), cfg)
     def loss_fn(b):

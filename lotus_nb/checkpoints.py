@@ -12,7 +12,7 @@ from .store import atomic_write
 __all__ = ['CACHE_VERSION', 'cache_key', 'save_checkpoint', 'load_checkpoint']
 
 # %% ../nbs/03c_checkpoints.ipynb #a236e80e
-CACHE_VERSION = 5   # 5: issue 38 (the retain draw, the ViT, the validation loss); bump when a change of the code changes what a cached model or a results row holds: every key changes with it
+CACHE_VERSION = 6   # 6: the random networks (ImageNet's Bad Teacher and ZRF), Bad Teacher's teacher, LoTUS's class alpha; bump when a change of the code changes what a cached model or a results row holds: every key changes with it
 
 def cache_key(**spec, # whatever determines the cached object; keys in any order, non-JSON values as str
               ) -> str: # 16 hex digits of its SHA-1

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 import torch.nn as nn
-from .models import reinit_copy
+from .models import start_copy
 from .training import Recipe, RECIPES, fit
 from .methods import UnlearnTask, Unlearned, register_method, frozen
 
@@ -34,14 +34,14 @@ def original(original:nn.Module,   # f_orig, copied and frozen (left unchanged)
     return Unlearned(frozen(original), dict(time_min=meta.get('time_min', math.nan), history=meta.get('history')))
 
 @register_method('gold', RecipeConfig, display='Gold Std', role='gold', order=1, paper=True)
-def gold(original:nn.Module,   # f_orig: only its architecture (and init) is reused; left unchanged
+def gold(original:nn.Module,   # f_orig: only its architecture (and pretrained start) is reused; left unchanged
          task:UnlearnTask,     # D_r to train on, D_u for early stopping; task.retrain, if set, replaces training
          cfg:RecipeConfig,     # the recipe that trains f_gold (ignored when task.retrain is set)
          progress:bool=True,   # show the training progress bar
         ) -> Unlearned:        # f_gold in eval mode; record: time_min, history of its training
-    "The Gold Standard: `task.retrain()`, or a re-initialised copy of `original` trained on $D_r$ with `cfg.recipe`"
+    "The Gold Standard: `task.retrain()`, or the network `original` was trained from (`start_copy`) trained on $D_r$ with `cfg.recipe`"
     if task.retrain is not None: model, meta = task.retrain()
     else:
-        model = reinit_copy(original, seed=task.seed)
+        model = start_copy(original, seed=task.seed)
         meta = fit(model, task.retain, cfg.recipe, val=task.unseen, seed=task.seed, progress=progress)
     return Unlearned(model.eval(), dict(time_min=meta['time_min'], history=meta['history']))

@@ -16,11 +16,12 @@ from .registry import Registry   # a plain table in three layers: nbs/00a_regist
 from .catalog import load_plugins   # the built-ins and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
 
 # %% auto #0
-__all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'check_model', 'create_model', 'model_arch', 'model_input_size',
-           'resolve_model', 'IdentityConvBlock', 'AuthorsResNet', 'CifarResNet', 'resnet18', 'resnet18_tv',
-           'resnet18_small', 'resnet18_tiny', 'read_state_dict', 'file_sha256', 'weights_digest', 'online',
-           'missing_weights', 'hub_state_dict', 'timm_cached_file', 'timm_download', 'timm_vit', 'authors_vit',
-           'vit_b_16', 'vit_b_16_timm', 'vit_small', 'vit_b_16_imagenet', 'reinit_copy']
+__all__ = ['MODELS', 'VIT_B_16_TIMM', 'register_model', 'check_model', 'create_model', 'built_as', 'model_arch',
+           'model_input_size', 'resolve_model', 'IdentityConvBlock', 'AuthorsResNet', 'CifarResNet', 'resnet18',
+           'resnet18_tv', 'resnet18_small', 'resnet18_tiny', 'read_state_dict', 'file_sha256', 'weights_digest',
+           'online', 'missing_weights', 'hub_state_dict', 'timm_cached_file', 'timm_download', 'timm_vit',
+           'authors_vit', 'vit_b_16', 'vit_b_16_timm', 'vit_small', 'vit_b_16_imagenet', 'redraw', 'reinit_copy',
+           'start_copy']
 
 # %% ../nbs/02_models.ipynb #cb0c716a
 MODELS = Registry('model')
@@ -29,9 +30,12 @@ def register_model(name:str,             # the name create_model and the configs
                    arch:str,             # 'resnet' or 'vit': picks per-architecture hyperparameter defaults
                    input_size:int=None,  # image side the model is built for (pixels); None: the dataset's own
                    pretrained=False,     # the paper's choice: start from pretrained weights
-                   label:str=None):      # its name in the paper's tables, e.g. 'RN18'; None: its registry name
+                   label:str=None,       # its name in the paper's tables, e.g. 'RN18'; None: its registry name
+                   pretrained_head:bool=False): # its pretrained weights include the head: the model is used as it is, not fine-tuned
     "Decorator: register `f(num_classes, in_chans, img_size, pretrained, **kw) -> nn.Module` under `name`"
-    def _inner(f): f.arch, f.input_size, f.pretrained, f.label = arch, input_size, pretrained, label or name; return MODELS.register(name, f)
+    def _inner(f):
+        f.arch, f.input_size, f.pretrained, f.label, f.pretrained_head = arch, input_size, pretrained, label or name, pretrained_head
+        return MODELS.register(name, f)
     return _inner
 
 def check_model(name:str # a model name as a user passed it
@@ -46,10 +50,18 @@ def create_model(name:str,            # a registered model name, e.g. 'resnet18'
                  pretrained=None,     # True, False, a local weights file, or None: the paper's choice for this model
                  **kwargs             # passed on to the registered constructor
                 ) -> nn.Module:       # a freshly built model (train mode, on the CPU)
-    "Create the model registered as `name`"
-    f = MODELS[check_model(name)]
-    return f(num_classes=num_classes, in_chans=in_chans, img_size=img_size or f.input_size or 32,
-             pretrained=f.pretrained if pretrained is None else pretrained, **kwargs)
+    "Create the model registered as `name`; it remembers how (`built_as`), so that `reinit_copy` can rebuild it"
+    f = MODELS[name := check_model(name)]
+    args = dict(num_classes=num_classes, in_chans=in_chans, img_size=img_size or f.input_size or 32,
+                pretrained=f.pretrained if pretrained is None else pretrained, **kwargs)
+    m = f(**args)
+    m.built_as = dict(name=name, **args)   # a plain attribute: copied by deepcopy, not part of the state_dict
+    return m
+
+def built_as(model:nn.Module # any model
+            ) -> dict:       # create_model's arguments (name included), or None
+    "How `create_model` made `model`: its registry name and arguments; None for a model made otherwise"
+    return getattr(model, 'built_as', None)
 
 def model_arch(name:str # a registered model name
               ) -> str:
@@ -336,7 +348,7 @@ def vit_small(num_classes,      # size of the classification head
                     patch_size=max(1, img_size//8), embed_dim=64, depth=4, num_heads=2)
 
 # %% ../nbs/02_models.ipynb #d70cfd27
-@register_model('vit_b_16_imagenet', 'vit', input_size=224, pretrained=True, label='ViT')
+@register_model('vit_b_16_imagenet', 'vit', input_size=224, pretrained=True, label='ViT', pretrained_head=True)
 def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
                       in_chans=3,       # must be 3
                       img_size=224,     # must be 224
@@ -351,14 +363,46 @@ def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
     return m
 
 # %% ../nbs/02_models.ipynb #49b2d529
+def _rebuilt(model:nn.Module, # a model create_model made (left untouched)
+             **changes,       # create_model arguments in place of the ones it was made with, e.g. pretrained=False
+            ) -> nn.Module:   # a copy of `model` holding the rebuilt model's tensors; None if `model` was not made by create_model
+    "`model` rebuilt through the registry as it was created (with `changes`), its tensors loaded into a copy of `model` (device, dtype, modes kept)"
+    if (spec := built_as(model)) is None: return None
+    spec = {**spec, **changes}
+    fresh = create_model(**spec)
+    m = copy.deepcopy(model)
+    try: m.load_state_dict(fresh.state_dict())
+    except RuntimeError as e: raise ValueError(f"this {spec['name']} no longer matches how it was created ({e}); delete its `built_as` to re-draw it in place") from e
+    m.built_as = spec; return m
+
+def redraw(model:nn.Module, # changed in place
+          ) -> nn.Module:   # the same model
+    "Re-draw every parameter of `model`: `reset_parameters()` or `_reset_parameters()` of each module, `init_weights()`, and trunc-normal(0.02) for a parameter none of them drew"
+    drawn = set()
+    for mod in model.modules():
+        reset = getattr(mod, 'reset_parameters', None) or getattr(mod, '_reset_parameters', None)
+        if callable(reset): reset(); drawn |= {id(p) for p in mod.parameters(recurse=False)}
+    left = {id(p): p.detach().clone() for p in model.parameters() if id(p) not in drawn and p.is_floating_point()}
+    if callable(getattr(model, 'init_weights', None)): model.init_weights()
+    with torch.no_grad():
+        for p in model.parameters():
+            if id(p) in left and torch.equal(p, left[id(p)]): nn.init.trunc_normal_(p, std=0.02)   # e.g. torchvision ViT's class_token
+    return model
+
 def reinit_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
                 seed:int=0,      # seed of the re-initialisation (the global RNG is left as it was)
-                ) -> nn.Module:  # same architecture, fresh weights
-    "A deep copy of `model` with every parameter re-initialised (seeded)"
-    m = copy.deepcopy(model)
+                ) -> nn.Module:  # same architecture, fresh random weights
+    "A random network of `model`'s architecture (seeded): rebuilt through the registry with `pretrained=False`, else every parameter re-drawn"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        for mod in m.modules():
-            if hasattr(mod, 'reset_parameters'): mod.reset_parameters()
-        if hasattr(m, 'init_weights'): m.init_weights()
-    return m
+        return _rebuilt(model, pretrained=False) or redraw(copy.deepcopy(model))
+
+def start_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
+               seed:int=0,      # seed of the new head (or of the whole network when it is reinit_copy's)
+              ) -> nn.Module:   # same architecture: the weights `model` was trained from, a new head
+    "The network `model` was trained from, drawn afresh: rebuilt with its pretrained weights and a new head when it was fine-tuned from them, else `reinit_copy`"
+    spec = built_as(model)
+    if spec is None or spec['pretrained'] is False or MODELS[spec['name']].pretrained_head: return reinit_copy(model, seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _rebuilt(model)

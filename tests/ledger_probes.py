@@ -166,7 +166,8 @@ def _method_probes() -> dict:
             ('LoTUS', 'alpha in class unlearning'): c('lotus', 'class', alpha=2.),
             ('SCRUB', 'weight decay, max steps, retain-KL weight'): c('scrub', weight_decay=0.1, msteps=10, alpha=1.),
             ('SCRUB', 'msteps, lr milestones, temperature'): c('scrub', lr_decay=1.),
-            ('NegGrad+', 'beta'): c('neggrad_plus', beta=0.5)}
+            ('NegGrad+', 'beta'): c('neggrad_plus', beta=0.5),
+            ('Bad Teacher', 'the incompetent teacher'): c('bad_teacher', arch='vit', teacher='random')}
 
 def _benchmark_probes() -> dict:
     "Probes of the benchmark-level switches: data rules, per-benchmark overrides, the aggregation, tuning's sets, the set checks"

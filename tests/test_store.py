@@ -77,12 +77,12 @@ def test_a_results_file_of_0_7_resumes_without_redoing_rows(tmp_path):
     """0.8 renamed the authors' metric columns (jsd_legacy -> jsd_authors, rf_jsd_legacy -> rf_jsd_authors). A results
     file with 0.7's header, its rows logged by a tracker, resumes with nothing redone: no row run again, none logged
     again, and the old columns read under the new names. (0.8 also changed every setup hash on purpose,
-    checkpoints.CACHE_VERSION 5 and new defaults: a store of 0.7 has its rows made again once, under 0.8's set-up.
+    checkpoints.CACHE_VERSION 6 and new defaults: a store of 0.7 has its rows made again once, under 0.8's set-up.
     So the rows here are 0.8's, with the header as 0.7 wrote it)"""
     from lotus_nb.benchmark import run_benchmark
     from lotus_nb.store import RENAMED_COLUMNS
     from lotus_nb.checkpoints import CACHE_VERSION
-    assert CACHE_VERSION == 5, "the cache version moved again: say in CHANGELOG what a store of 0.8 does under it"
+    assert CACHE_VERSION == 6, "the cache version moved again: say in CHANGELOG what a store of 0.8 does under it"
     kw = dict(dataset='digits', model='resnet18_tiny', seeds=[1], methods=['original', 'gold', 'lotus'], out_dir=tmp_path, train_epochs=1, progress=False)
     first = run_benchmark(**kw).results
     st = Store(tmp_path)
