@@ -47,7 +47,8 @@ def _benchmark_table() -> dict:
 BENCHMARK_DEFAULTS = View(_benchmark_table)   # read-only, built from the registrations on each read: register_dataset(benchmark=..., benchmark_by_arch=...)
 
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
-                       model:str    # registry name (resolved, not 'auto'): its arch picks the recipe
+                       model:str,   # registry name (resolved, not 'auto'): its arch picks the recipe
+                       kind:str='instance', # 'instance' or 'class' unlearning: a method override's values for that kind
                       ) -> dict: # keys train_size, img_size, augment, recipe, method_overrides ('*' expanded to every method)
     "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`, as `dataset` registered them"
     arch = model_arch(model)
@@ -58,6 +59,7 @@ def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
         for m, o in e.get('method_overrides', {}).items(): mo[m] = {**mo.get(m, {}), **o}
     every = mo.pop('*', None)
     if every is not None: mo = {m: {**every, **mo.get(m, {})} for m in list_methods(reference=False)}
+    mo = {m: {**{k: v for k, v in o.items() if k not in ('instance', 'class')}, **o.get(kind, {})} for m, o in mo.items()}   # {'instance': {..}, 'class': {..}}
     return {**out, 'method_overrides': mo}
 
 def benchmark_augment(dataset:str,       # registry name
@@ -272,7 +274,7 @@ def method_overrides(spec:BenchmarkSpec, # the benchmark, resolved (model not 'a
                      methods               # registry names
                     ) -> dict: # method -> {hyperparameter: value}
     "Each method's hyperparameter overrides on `spec`: the benchmark's defaults (`benchmark_defaults`), then the spec's own on top"
-    dflt = benchmark_defaults(spec.dataset, spec.model)['method_overrides']
+    dflt = benchmark_defaults(spec.dataset, spec.model, 'instance' if spec.forget_class is None else 'class')['method_overrides']
     return {m: {**dflt.get(m, {}), **(spec.method_overrides or {}).get(m, {})} for m in methods}
 
 # %% ../nbs/08_benchmark_spec.ipynb #a76e39e1

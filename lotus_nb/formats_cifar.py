@@ -10,8 +10,8 @@ import numpy as np, torch
 from .data import ImageData, register_dataset, find_data, HOW_TO_GET
 
 # %% auto #0
-__all__ = ['CIFAR_GLOBALS', 'CIFAR_MEAN', 'CIFAR_STD', 'CIFAR10_CLASSES', 'CifarUnpickler', 'read_cifar_pickle', 'read_cifar',
-           'load_cifar10', 'load_cifar100']
+__all__ = ['CIFAR_GLOBALS', 'CIFAR_MEAN', 'CIFAR_STD', 'CIFAR10_CLASSES', 'LOTUS_ALPHA_CIFAR10_RESNET18', 'CifarUnpickler',
+           'read_cifar_pickle', 'read_cifar', 'load_cifar10', 'load_cifar100']
 
 # %% ../nbs/01f_formats_cifar.ipynb #e28f2a3c
 CIFAR_GLOBALS = {('numpy.core.multiarray', '_reconstruct'), ('numpy._core.multiarray', '_reconstruct'), ('numpy', 'ndarray'), ('numpy', 'dtype')}
@@ -63,9 +63,11 @@ def _torchvision_download(cls:str):
         getattr(torchvision.datasets, cls)(str(folder), train=True, download=True)
     return _dl
 
+LOTUS_ALPHA_CIFAR10_RESNET18 = {'instance': {'alpha': 8.}, 'class': {'alpha': 32.}}   # the pair: reproduce_results.sh:19 --alpha 8; class_reproduce_results.sh:21 --alpha=32
+
 @register_dataset('cifar10', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
                   train_images=50_000, heldout_images=10_000, num_classes=10, in_chans=3, label='C-10', in_paper=True, stand_in='digits',
-                  benchmark_by_arch={'resnet': dict(method_overrides={'lotus': {'alpha': 8.}}),   # reproduce_results.sh:19; alpha 2 elsewhere (PROTOCOL section 2)
+                  benchmark_by_arch={'resnet': dict(method_overrides={'lotus': LOTUS_ALPHA_CIFAR10_RESNET18}),   # LoTUS's alpha by kind of unlearning; 2 elsewhere
                                      'vit': dict(augment='none')})   # the ViT gets no crop (helpers/data_utils.py:136-141), and CIFAR no flip (74)
 def load_cifar10(root=None,    # folder searched first; see data_dirs
                  download=True, # let torchvision download the archive when it is not found

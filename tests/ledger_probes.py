@@ -189,8 +189,9 @@ def _benchmark_probes() -> dict:
             d = load_dataset('imagenet', root=root, **o)
             seen = (d.views or {}).get('original', (d.x_train,))[0]
             return round(float((d.x_train[0].float() - seen[0].float()).abs().mean()), 2)
-    def overridden(dataset, method, field, value):   # a config field as the runner resolves it for `dataset`'s benchmark, by default and overridden
-        f = lambda **o: (lambda s: getattr(method_config(method, model_arch(s.model), **method_overrides(s, [method])[method]), field))(resolve_spec(BenchmarkSpec(dataset, **o)))
+    def overridden(dataset, method, field, value, **spec):   # a config field as the runner resolves it for `dataset`'s benchmark (of `spec`), by default and overridden
+        kind = lambda s: 'instance' if s.forget_class is None else 'class'
+        f = lambda **o: (lambda s: getattr(method_config(method, model_arch(s.model), kind(s), **method_overrides(s, [method])[method]), field))(resolve_spec(BenchmarkSpec(dataset, **spec, **o)))
         return f(), f(method_overrides={method: {field: value}})
     def per_seed_rows():   # two seeds where LoTUS's per-seed gaps and its gap of rounded means disagree
         return pd.DataFrame(dict(method=['gold', 'gold', 'lotus', 'lotus', 'scrub', 'scrub'], seed=[1, 2]*3, mia=[.5, .5, .45, .55, .5, .56],
@@ -227,7 +228,7 @@ def _benchmark_probes() -> dict:
             ('Data', 'ImageNet preprocessing'): lambda: (pipelines(), pipelines(preprocess='one')),
             ('Inputs', 'a forget set the model never memorised'): memorised,
             ('Benchmarks', 'ImageNet batch size'): lambda: overridden('imagenet', 'lotus', 'batch_size', 32),
-            ('LoTUS', 'alpha on CIFAR-10 ResNet18'): lambda: overridden('cifar10', 'lotus', 'alpha', 2.),
+            ('LoTUS', 'alpha on CIFAR-10 ResNet18'): lambda: tuple(zip(*(overridden('cifar10', 'lotus', 'alpha', 2., **k) for k in ({}, {'forget_class': 3})))),
             ('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published"): aggregation,
             ('Aggregation', 'the points of tab:pcc'): pcc,
             ('Aggregation', "rounding of each seed's MIA"): lambda: tuple(as_logged(pd.DataFrame(dict(mia=[25/5000])), **kw).mia[0] for kw in ({}, dict(rounding={'mia': 'python'}))),
