@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_benchmark_spec.ipynb #375de629
 from __future__ import annotations
-import dataclasses, logging
+import dataclasses, logging, math
 from dataclasses import dataclass, field, KW_ONLY
 import numpy as np, torch.nn as nn
 from .registry import Registry, View   # plain tables, and views of them: nbs/00a_registry.ipynb
@@ -25,10 +25,11 @@ from .store import Store, row_id
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE', 'benchmark_defaults',
-           'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen', 'unseen_sources', 'register_arrays',
-           'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'method_overrides', 'rehearsal_config',
-           'prepare', 'check_checkpoints', 'check_weights', 'check_method_seeds']
+__all__ = ['log', 'BENCHMARK_DEFAULTS', 'STEP_BUDGETS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE', 'MIN_BATCH',
+           'benchmark_defaults', 'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen',
+           'unseen_sources', 'register_arrays', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name',
+           'method_overrides', 'step_scale', 'step_budget', 'rehearsal_config', 'prepare', 'check_checkpoints',
+           'check_weights', 'check_method_seeds']
 
 # %% ../nbs/08_benchmark_spec.ipynb #6ee01f44
 def _recipe(r): # a registered recipe: Recipe's fields as a dict, or a Recipe
@@ -49,10 +50,10 @@ BENCHMARK_DEFAULTS = View(_benchmark_table)   # read-only, built from the regist
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
                        model:str,   # registry name (resolved, not 'auto'): its arch picks the recipe
                        kind:str='instance', # 'instance' or 'class' unlearning: a method override's values for that kind
-                      ) -> dict: # keys train_size, img_size, augment, recipe, method_overrides ('*' expanded to every method)
+                      ) -> dict: # keys train_size, img_size, augment, recipe, paper_size, method_overrides ('*' expanded to every method)
     "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`, as `dataset` registered them"
     arch = model_arch(model)
-    out = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[arch])
+    out = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[arch], paper_size=None)
     mo = {}
     for e in dataset_defaults(dataset).benchmark_entries(arch):   # the dataset's, then its architecture's: the later wins
         out.update({k: _recipe(v) if k == 'recipe' else v for k, v in e.items() if k != 'method_overrides'})
@@ -71,6 +72,8 @@ def benchmark_augment(dataset:str,       # registry name
     return benchmark_defaults(dataset, model)['augment'] or dataset_defaults(dataset).augment
 
 # %% ../nbs/08_benchmark_spec.ipynb #a8ceaa25
+STEP_BUDGETS = ('paper', 'unscaled')   # BenchmarkSpec.step_budget: the paper's optimiser steps at an embedded size, or its epochs as they are
+
 @dataclass
 class BenchmarkSpec:
     "One benchmark: a dataset and a model, a forget set (a fraction, or a whole class), the source of $D_u$"
@@ -100,6 +103,7 @@ class BenchmarkSpec:
     retain_draw: str = 'uniform'      # the retain subset of LoTUS and Bad Teacher: 'uniform' (the authors' random.sample) or 'stratified' (ours before)
     eval_augmented: bool = False      # score forget and retain through their training augmentation (the authors', a defect); False: clean images
     eval_unseen: str = 'methods'      # the metrics' D_u: 'methods' (the methods' D_u, e.g. CIFAKE: the authors') or 'heldout' (the held-out half, ours before)
+    step_budget: str = 'paper'        # 'paper': on a benchmark that registers paper_size, each method's paper step budget (step_budget); 'unscaled': its epochs and batch as they are
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -153,7 +157,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
-    check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen'); split_rule(spec.split, spec.split_options)
+    check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen'); split_rule(spec.split, spec.split_options)
     fdr = spec.fast_dev_run
     if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
     rb = spec.rehearsal_batch
@@ -277,6 +281,28 @@ def method_overrides(spec:BenchmarkSpec, # the benchmark, resolved (model not 'a
     dflt = benchmark_defaults(spec.dataset, spec.model, 'instance' if spec.forget_class is None else 'class')['method_overrides']
     return {m: {**dflt.get(m, {}), **(spec.method_overrides or {}).get(m, {})} for m in methods}
 
+# %% ../nbs/08_benchmark_spec.ipynb #d74c973d
+MIN_BATCH = 8                          # the smallest batch the step budget gives a method: BatchNorm trains on batch statistics
+
+def step_scale(spec:BenchmarkSpec, # the benchmark, resolved
+               train_size:int,     # the training images it runs on
+              ) -> float: # s = paper_size / train_size, or 1 (unscaled, no paper_size, or as large as the paper's)
+    "How many times smaller than the paper's training set the benchmark's is, when its methods keep their paper step budget; 1 otherwise"
+    paper = benchmark_defaults(spec.dataset, spec.model)['paper_size']
+    if spec.step_budget == 'unscaled' or not paper: return 1.
+    return max(1., paper/train_size)
+
+def step_budget(cfg,          # a method's resolved config
+                scale:float,  # s from step_scale: how much smaller than the paper's the training set is
+                fixed=(),     # the fields the user set (method_overrides): left as given
+               ):
+    "`cfg` with its paper step budget on a training set `scale` times smaller: batch size / s (at least MIN_BATCH), epochs x the rest"
+    if scale <= 1 or not getattr(cfg, 'epochs', 0) or not hasattr(cfg, 'batch_size'): return cfg
+    b = cfg.batch_size if 'batch_size' in fixed else max(min(MIN_BATCH, cfg.batch_size), round(cfg.batch_size/scale))
+    e = cfg.epochs if 'epochs' in fixed else max(cfg.epochs, math.floor(cfg.epochs*scale*b/cfg.batch_size + 0.5))
+    return dataclasses.replace(cfg, batch_size=b, epochs=e)
+
+
 # %% ../nbs/08_benchmark_spec.ipynb #a76e39e1
 def rehearsal_config(cfg,           # a method's resolved config (or a Recipe)
                      fast_dev_run:int # batches per pass of the rehearsal; 0: the real run, cfg unchanged
@@ -304,7 +330,9 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     arch, kind = model_arch(spec.model), 'instance' if forget_class is None else 'class'
     user = method_overrides(spec, methods)
     over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
-    cfgs = {m: rehearsal_config(method_config(m, arch, kind, **over[m]), spec.fast_dev_run) for m in methods}
+    scale = step_scale(spec, len(data.y_train))   # an embedded benchmark's methods keep their paper step budget (1: unchanged)
+    cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
+    cfgs = {m: rehearsal_config(c if is_reference(m) else step_budget(c, scale, fixed=user[m]), spec.fast_dev_run) for m, c in cfgs.items()}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
@@ -315,6 +343,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
     if spec.retain_draw != 'uniform': rp['retain_draw'] = spec.retain_draw
+    if scale != 1: rp['step_scale'] = scale   # the embedded step budget: its rows never mix with the unscaled ones
     if spec.eval_augmented: rp['eval_augmented'] = True
     if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}

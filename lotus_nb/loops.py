@@ -4,8 +4,9 @@
 
 # %% ../nbs/03b_loops.ipynb #5b3eca4c
 from __future__ import annotations
-import collections, contextlib, logging, os
+import collections, contextlib, contextvars, logging, os
 import torch, torch.nn as nn, torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from .checks import check_choice
 from .loaders import MemorySplit, TensorSplit, FileSplit, one_pass
 from .user_data import as_split
@@ -14,9 +15,9 @@ from .device import autocast, model_device, precision_of, PRECISION
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr',
-           'device_batches', 'cudnn_benchmark', 'n_batches', 'predict', 'accuracy_of', 'train_step', 'graphable',
-           'StepGraph', 'step_graph', 'train_epoch', 'ce_loss']
+__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'STEPS', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr',
+           'device_batches', 'cudnn_benchmark', 'n_batches', 'count_step', 'counting_steps', 'predict', 'accuracy_of',
+           'train_step', 'graphable', 'StepGraph', 'step_graph', 'train_epoch', 'ce_loss']
 
 # %% ../nbs/03b_loops.ipynb #0f22a4d3
 def _parse_fast(v):
@@ -118,6 +119,24 @@ def n_batches(batches, # a loader, list or iterator of batches
     "`len(batches)`, or 0 when it has no length"
     try: return len(batches)
     except TypeError: return 0
+
+# %% ../nbs/03b_loops.ipynb #08d8ee0c
+STEPS = contextvars.ContextVar('lotus_nb_steps', default=None)   # the open step count of this context: a one-item list, or None
+
+def count_step(opt:torch.optim.Optimizer, # the optimiser that stepped
+               *_):                       # the hook's args and kwargs (unused)
+    "Add one to the open count (`counting_steps`) when `opt` updates an `nn.Parameter`"
+    if (c := STEPS.get()) is not None and any(isinstance(p, nn.Parameter) for g in opt.param_groups for p in g['params']): c[0] += 1
+
+register_optimizer_step_post_hook(count_step)   # once per process: every optimiser, whoever builds it
+
+@contextlib.contextmanager
+def counting_steps():
+    "Count the model updates inside the block: `with counting_steps() as n: ...`, then `n[0]` is the count"
+    token = STEPS.set(n := [0])
+    try: yield n
+    finally: STEPS.reset(token)
+
 
 # %% ../nbs/03b_loops.ipynb #950e6d2e
 @torch.no_grad()
@@ -257,7 +276,7 @@ class StepGraph:
     def _replay(self, opt, device):
         if self.emulate:
             self.loss = train_step(self.model, self.static, self.loss_fn, opt, self.hook, device, cache=False); return self.loss
-        self.graph.replay()
+        self.graph.replay(); count_step(opt)   # a replay calls no opt.step(): the count is added here
         params = [p for g in opt.param_groups for p in g['params']]
         if params and params[0].grad is not self.grads[0]:       # an eager step in between replaced them
             for p, g in zip(params, self.grads): p.grad = g

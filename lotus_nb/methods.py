@@ -14,6 +14,7 @@ from .user_data import as_split, as_splits
 from .set_checks import check_disjoint
 from .model_checks import check_model_fits
 from .device import Timer, set_seed, model_device, autocast
+from .loops import counting_steps
 
 from .method_parts import (student_of, frozen, make_optimizer, with_tags, num_classes_of, cycle, kl_to_targets, grad_sums,
                               mask_grads)   # the method parts (their own chapter), handed on with the interface to a method's author
@@ -203,7 +204,7 @@ def unlearn(name:str,              # a registered method (see list_methods())
             progress:bool=True,    # show a progress bar
             **overrides,           # config fields to override (on cfg too, when it is given)
            ) -> Unlearned:         # the method's result; record gains time_min, method and config
-    "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call"
+    "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call, `record['steps']` its optimiser steps"
     f = METHODS[check_method(name)]
     if task.check_sets: check_model_fits(original, dict(forget=task.forget, retain=task.retain, unseen=task.unseen), task.num_classes)
     kind = 'instance' if task.forget_class is None else 'class'
@@ -214,9 +215,9 @@ def unlearn(name:str,              # a registered method (see list_methods())
         if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}")
         cfg = dataclasses.replace(cfg, **overrides)
     task = task.on(model_device(original))   # a copy; a user's in-memory tensors moved to the model's device once
-    with Timer(model_device(original)) as t:
+    with Timer(model_device(original)) as t, counting_steps() as steps:
         set_seed(task.seed)
         out = f(original, task, cfg, progress)
-    out.record.setdefault('time_min', t.minutes)
+    out.record.setdefault('time_min', t.minutes); out.record.setdefault('steps', steps[0])   # the optimiser steps that updated a model
     out.record.update(method=name, config=dataclasses.asdict(cfg))
     return out

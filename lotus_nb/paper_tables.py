@@ -12,7 +12,7 @@ from .methods import MethodConfig, method_config, list_methods, display_name, is
 from .metrics import GAP_KEYS
 from .report import (fmt_pm, make_table, metric_table, extra_rows, MAIN_ROWS, RESOURCE_ROWS, SUPP_LABELS, EXTRA_MIA, gaps_to_gold,
     aggregate_authors, cell_authors, rank_ties, PAPER_DIGITS, paper_methods, PAPER_ROWS, MISSING, shape, _authors_agg, SUPP_ROWS, SUPP_RANKED,
-    CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize)
+    CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table)
 from .paper_plan import PAPER_BENCHMARKS, block_label
 import lotus_nb.paper_plan, lotus_nb.artifacts, lotus_nb.forget_sample
 
@@ -76,10 +76,11 @@ def table_avg_gap_supp_authors(results:pd.DataFrame,  # rows of one benchmark, G
 # %% ../nbs/22_paper_tables.ipynb #f9355637
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table
-    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its '_certainty'; '_extra': ours, every method that ran and every metric"
-    return {'avg_gap': table_avg_gap_authors(results), 'avg_gap_certainty': certainty(results),
-            'avg_gap_supp': table_avg_gap_supp_authors(results), 'avg_gap_supp_certainty': certainty(results, rows=SUPP_RANKED),
-            'avg_gap_extra': table_avg_gap(results, {**EXTRA_ROWS, **extra_rows(), **RESOURCE_ROWS}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
+    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its '_certainty'; '_extra': ours, every method that ran and every metric; 'moved': whether each method moved the model (where the Original ran)"
+    out = {'avg_gap': table_avg_gap_authors(results), 'avg_gap_certainty': certainty(results),
+           'avg_gap_supp': table_avg_gap_supp_authors(results), 'avg_gap_supp_certainty': certainty(results, rows=SUPP_RANKED),
+           'avg_gap_extra': table_avg_gap(results, {**EXTRA_ROWS, **extra_rows(), **RESOURCE_ROWS}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
+    return {**out, 'moved': mv} if len(mv := moved_table(results)) else out
 
 # %% ../nbs/22_paper_tables.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply

@@ -15,10 +15,11 @@ from .methods import list_methods, method_config, MethodConfig, display_name, is
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',
            'LOGGED_ROUNDING', 'ROUNDINGS', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED',
-           'CERTAIN_ROWS', 'OURS_AVG_GAP', 'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table', 'render',
-           'metric_row', 'metric_rows', 'higher_better', 'extra_rows', 'metric_table', 'gaps_to_gold', 'as_logged',
-           'aggregate_authors', 'rank_ties', 'cell_authors', 'paper_methods', 'best_of', 'shape', 'per_seed',
-           'certainty', 'standing', 'save_table', 'plot_tau_trace', 'plot_entropy']
+           'CERTAIN_ROWS', 'NO_CHANGE', 'OURS_AVG_GAP', 'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table',
+           'render', 'metric_row', 'metric_rows', 'higher_better', 'extra_rows', 'metric_table', 'gaps_to_gold',
+           'as_logged', 'aggregate_authors', 'rank_ties', 'cell_authors', 'paper_methods', 'best_of', 'shape',
+           'per_seed', 'certainty', 'standing', 'no_change', 'moved_table', 'save_table', 'plot_tau_trace',
+           'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -277,6 +278,34 @@ def standing(results:pd.DataFrame,  # rows of one benchmark, Gold's included
     out = dict(value=v[method], rank=int((v < v[method]).sum()) + 1, of=len(v), best=best, best_value=v.min())
     if method not in best: out['behind'] = certainty(results, [*best, method], {col: col}).loc[col, 'Order holds']
     return out
+
+# %% ../nbs/07_report.ipynb #449f677b
+NO_CHANGE = 0.005   # a row whose forget accuracy is within this of the Original's (same seed) did not move: marked 'no change'
+
+def no_change(results:pd.DataFrame, # rows of one benchmark, the Original's included (one per seed)
+              tol:float=NO_CHANGE,  # the largest |change| in forget accuracy that counts as none
+             ) -> pd.Series: # one boolean per row (results' index): True where an unlearning method's row did not move
+    "Whether each unlearning method's row left the forget accuracy within `tol` of the Original's on its seed (False for the references, and where no Original row exists)"
+    orig = results[results.method == role_method('original')].groupby('seed').acc_forget.first()
+    base = results.seed.map(orig)
+    return ((results.acc_forget - base).abs() <= tol + 1e-12) & base.notna() & ~results.method.map(is_reference)
+
+def moved_table(results:pd.DataFrame, # rows of one benchmark, the Original's included
+                tol:float=NO_CHANGE,  # as in no_change
+               ) -> pd.DataFrame: # one row per unlearning method (display names), in the paper's column order
+    "Per unlearning method: forget accuracy (mean ± std) and the Original's, the mean change, the optimiser steps, and 'no change' in the seeds whose rows did not move"
+    if role_method('original') not in set(results.method): return pd.DataFrame()
+    r = results.assign(_still=no_change(results, tol), _orig=results.seed.map(results[results.method == role_method('original')].groupby('seed').acc_forget.first()))
+    out = {}
+    for m in ordered_methods([m for m in r.method.unique() if not is_reference(m)]):
+        d = r[r.method == m]; k, n = int(d._still.sum()), len(d)
+        out[display_name(m)] = {'Forget Acc.': fmt_pm(d.acc_forget.mean(), d.acc_forget.std(ddof=1) if n > 1 else 0., 3),
+                                'Original': f'{d._orig.mean():.3f}', 'Change': f'{(d.acc_forget - d._orig).mean():+.3f}',
+                                'Steps': f"{d.steps.mean():.0f}" if 'steps' in d and d.steps.notna().any() else MISSING,
+                                'Moved': 'no change' if k == n else f'no change in {k} of {n} seeds' if k else 'yes'}
+    t = pd.DataFrame(out).T; t.attrs['rank'] = {}
+    return t
+
 
 # %% ../nbs/07_report.ipynb #38b27178
 OURS_AVG_GAP = 'Avg Gap (ours: mean of per-seed gaps)'
