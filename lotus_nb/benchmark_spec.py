@@ -28,8 +28,8 @@ log = logging.getLogger('lotus_nb')
 __all__ = ['log', 'BENCHMARK_DEFAULTS', 'STEP_BUDGETS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE', 'MIN_BATCH',
            'benchmark_defaults', 'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen',
            'unseen_sources', 'register_arrays', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name',
-           'method_overrides', 'step_scale', 'step_budget', 'rehearsal_config', 'prepare', 'check_checkpoints',
-           'check_weights', 'check_method_seeds']
+           'method_overrides', 'paper_scale', 'step_scale', 'budget_share', 'step_budget', 'rehearsal_config',
+           'prepare', 'check_checkpoints', 'check_weights', 'check_method_seeds']
 
 # %% ../nbs/08_benchmark_spec.ipynb #6ee01f44
 def _recipe(r): # a registered recipe: Recipe's fields as a dict, or a Recipe
@@ -50,10 +50,10 @@ BENCHMARK_DEFAULTS = View(_benchmark_table)   # read-only, built from the regist
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
                        model:str,   # registry name (resolved, not 'auto'): its arch picks the recipe
                        kind:str='instance', # 'instance' or 'class' unlearning: a method override's values for that kind
-                      ) -> dict: # keys train_size, img_size, augment, recipe, paper_size, method_overrides ('*' expanded to every method)
+                      ) -> dict: # keys train_size, img_size, augment, recipe, paper_size, max_step_scale, method_overrides ('*' expanded to every method)
     "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`, as `dataset` registered them"
     arch = model_arch(model)
-    out = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[arch], paper_size=None)
+    out = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[arch], paper_size=None, max_step_scale=None)
     mo = {}
     for e in dataset_defaults(dataset).benchmark_entries(arch):   # the dataset's, then its architecture's: the later wins
         out.update({k: _recipe(v) if k == 'recipe' else v for k, v in e.items() if k != 'method_overrides'})
@@ -200,6 +200,7 @@ class Prepared:
     setup: dict                       # method -> hash of everything that determines its row (the setup column)
     base: dict                        # what determines f_orig and f_gold (checkpoint cache key), seed aside
     bench_id: str = ''                # hash of everything that defines the benchmark beyond its name
+    budget: dict = field(default_factory=dict)   # method -> the share of its paper step budget it takes (budget_share), where a paper size is registered
     drawn: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # seed -> its Splits, drawn once (a replace() starts afresh)
     @property
     def name(self) -> str: return benchmark_name(self.spec.dataset, self.spec.model, self.forget_pct, self.forget_class, self.spec.unseen)
@@ -284,13 +285,28 @@ def method_overrides(spec:BenchmarkSpec, # the benchmark, resolved (model not 'a
 # %% ../nbs/08_benchmark_spec.ipynb #d74c973d
 MIN_BATCH = 8                          # the smallest batch the step budget gives a method: BatchNorm trains on batch statistics
 
+def paper_scale(spec:BenchmarkSpec, # the benchmark, resolved
+                train_size:int,     # the training images it runs on
+               ) -> float: # s = paper_size / train_size, or None where the benchmark registers no paper_size
+    "How many times smaller than the paper's training set the benchmark's is (None: no paper size registered)"
+    paper = benchmark_defaults(spec.dataset, spec.model)['paper_size']
+    return paper/train_size if paper else None
+
 def step_scale(spec:BenchmarkSpec, # the benchmark, resolved
                train_size:int,     # the training images it runs on
-              ) -> float: # s = paper_size / train_size, or 1 (unscaled, no paper_size, or as large as the paper's)
-    "How many times smaller than the paper's training set the benchmark's is, when its methods keep their paper step budget; 1 otherwise"
-    paper = benchmark_defaults(spec.dataset, spec.model)['paper_size']
-    if spec.step_budget == 'unscaled' or not paper: return 1.
-    return max(1., paper/train_size)
+              ) -> float: # min(s, max_step_scale), or 1 (unscaled, no paper_size, or as large as the paper's)
+    "The scale `step_budget` applies: `paper_scale`, capped at the registered `max_step_scale` (the time the benchmark may take); 1 where the methods run as they are"
+    s = paper_scale(spec, train_size)
+    if spec.step_budget == 'unscaled' or not s: return 1.
+    return max(1., min(s, benchmark_defaults(spec.dataset, spec.model)['max_step_scale'] or s))
+
+def budget_share(before,      # a method's config as resolved, unscaled
+                 after,       # the same as it runs (step_budget applied)
+                 scale:float, # paper_scale: None where no paper size is registered
+                ) -> float: # the share of its paper steps it takes, or None (no paper size, no epochs)
+    "The share of its paper step budget a method's run takes: (E' B) / (E B' s), its steps per epoch being n/B' here and s n/B on the paper's data"
+    if not scale or not getattr(before, 'epochs', 0) or not hasattr(before, 'batch_size'): return None
+    return after.epochs*before.batch_size/(before.epochs*after.batch_size*scale)
 
 def step_budget(cfg,          # a method's resolved config
                 scale:float,  # s from step_scale: how much smaller than the paper's the training set is
@@ -331,8 +347,10 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     user = method_overrides(spec, methods)
     over = {m: dict(recipe=recipe) if is_reference(m) else user[m] for m in methods}
     scale = step_scale(spec, len(data.y_train))   # an embedded benchmark's methods keep their paper step budget (1: unchanged)
-    cfgs = {m: method_config(m, arch, kind, **over[m]) for m in methods}
-    cfgs = {m: rehearsal_config(c if is_reference(m) else step_budget(c, scale, fixed=user[m]), spec.fast_dev_run) for m, c in cfgs.items()}
+    unscaled = {m: method_config(m, arch, kind, **over[m]) for m in methods}
+    scaled = {m: c if is_reference(m) else step_budget(c, scale, fixed=user[m]) for m, c in unscaled.items()}
+    budget = {m: b for m in methods if not is_reference(m) and (b := budget_share(unscaled[m], scaled[m], paper_scale(spec, len(data.y_train))))}
+    cfgs = {m: rehearsal_config(c, spec.fast_dev_run) for m, c in scaled.items()}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
@@ -348,7 +366,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
-    return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id)
+    return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id, budget)
 
 # %% ../nbs/08_benchmark_spec.ipynb #49dd4471
 def check_checkpoints(prep:Prepared, # the prepared benchmark

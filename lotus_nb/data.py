@@ -133,7 +133,7 @@ class ImageData:
 from .registry import Registry   # a plain table in three layers: nbs/00a_registry.ipynb
 from .catalog import load_plugins   # the readers and the plugins, loaded by what resolves a name: nbs/19a_catalog.ipynb
 BENCHMARK_KEYS = ('train_size', 'img_size', 'augment', 'recipe', 'method_overrides',   # what a registration's benchmark defaults may set;
-                  'paper_size')   # paper_size: the training-set size whose step budget its methods keep (an embedded benchmark's: benchmark_spec.step_budget)
+                  'paper_size', 'max_step_scale')   # the training-set size whose step budget its methods keep, and the most they scale to it (benchmark_spec.step_budget)
 
 @dataclass(frozen=True)
 class DatasetDefaults:

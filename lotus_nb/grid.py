@@ -4,7 +4,8 @@
 
 # %% ../nbs/20_grid.ipynb #2a6f6c25
 from __future__ import annotations
-import dataclasses, inspect, logging, time
+import dataclasses, inspect, logging, multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
@@ -30,8 +31,8 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
-           'executor_options', 'run_local', 'check_nodes', 'run_ray', 'Benchmark', 'entropy_figure_methods',
-           'collect_benchmark', 'rehearsal_paths', 'rehearse', 'find_benchmark', 'run_grid']
+           'executor_options', 'check_workers', 'auto_workers', 'run_local', 'check_nodes', 'run_ray', 'Benchmark',
+           'entropy_figure_methods', 'collect_benchmark', 'rehearsal_paths', 'rehearse', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -121,20 +122,53 @@ def executor_options(executor:str, # a registered executor
     if bad := sorted(set(opts) - set(takes)): raise ValueError(f"executor {executor!r} takes no option {', '.join(bad)}; its options: {', '.join(takes)}")
     f.check(**opts); return opts
 
-def _check_local(device='auto', threads=1, **_): get_device(device); check_threads(threads)
+def check_workers(workers # processes that run units at once: a positive integer
+                 ) -> int:
+    "`workers` if it is a positive integer, else a `ValueError`"
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    return workers
+
+def auto_workers(device='auto', # where the units run: 'auto', 'cpu' or 'cuda'
+                 units:int=None, # how many units there are; None: no cap
+                ) -> int:
+    "How many units the local executor runs at once by default: one per CPU core this process may use on a CPU run (at most `units`), one on a GPU"
+    if get_device(device).type != 'cpu': return 1
+    n = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    return max(1, min(n, units or n))
+
+def _check_local(device='auto', threads=1, workers=1, **_): get_device(device); check_threads(threads); check_workers(workers)
+
+def _local_unit(spec, unit, methods, root, cache_dir, device, threads):
+    "A worker process's unit: the benchmark prepared here, each row written into the results store as it finishes (the store locks its files)"
+    logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)   # the row lines, live, on the parent's standard error
+    rows = []
+    run_unit(prepare(spec, methods), unit, Store(root, cache_dir), device, False, threads, on_row=rows.append)
+    return rows
 
 @register_executor('local', check=_check_local)
 def run_local(plan:GridPlan,      # from plan_grid
               store:Store,        # the results store
               device='auto',      # 'auto', 'cpu' or 'cuda'
-              progress:bool=True, # show progress bars
-              threads:int=1       # torch's CPU threads per unit (recorded in each row): the same default as the Ray executor's
+              progress:bool=True, # show progress bars (one worker only: a worker process shows none)
+              threads:int=1,      # torch's CPU threads per unit (recorded in each row): the same default as the Ray executor's
+              workers:int=1       # units run at once, each in a process of its own (spawned); 1: one after the other, in this process
              ):
-    "Run the units one after the other in this process: each through `run_unit`, as a Ray task runs it, with the results store itself"
+    "Run the units through `run_unit` with the results store itself: one after the other in this process, or `workers` at once in worker processes"
     prog = GridProgress(plan.rows)
-    for u in plan.units:
-        p = plan.preps[u.bench]
-        run_unit(p, u, store, device, progress, threads, on_row=lambda r, name=p.name: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
+    line = lambda name: (lambda r: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
+    if workers == 1 or len(plan.units) == 1:
+        for u in plan.units:
+            p = plan.preps[u.bench]
+            run_unit(p, u, store, device, progress, threads, on_row=line(p.name))
+        return
+    ctx = multiprocessing.get_context('spawn')   # a fresh interpreter: no lock or thread of this one is copied into it
+    ex = ProcessPoolExecutor(min(workers, len(plan.units)), mp_context=ctx)
+    try:
+        futs = {ex.submit(_local_unit, plan.preps[u.bench].spec, u, plan.methods, store.root, store.cache_dir, device, threads): u for u in plan.units}
+        for f in as_completed(futs):
+            for r in f.result(): line(plan.preps[futs[f].bench].name)(r)   # a failed unit's error is raised here
+    finally: ex.shutdown(wait=True, cancel_futures=True)   # after a failure: the running units finish (their rows kept), the others never start
+    store.track()   # the workers' stores have no tracker: the rows they wrote are logged here
 
 # %% ../nbs/20_grid.ipynb #75ea91d8
 def _check_ray(num_cpus=1, threads=1, storage=None, **_):

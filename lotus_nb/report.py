@@ -293,7 +293,7 @@ def no_change(results:pd.DataFrame, # rows of one benchmark, the Original's incl
 def moved_table(results:pd.DataFrame, # rows of one benchmark, the Original's included
                 tol:float=NO_CHANGE,  # as in no_change
                ) -> pd.DataFrame: # one row per unlearning method (display names), in the paper's column order
-    "Per unlearning method: forget accuracy (mean ± std) and the Original's, the mean change, the optimiser steps, and 'no change' in the seeds whose rows did not move"
+    "Per unlearning method: forget accuracy (mean ± std) and the Original's, the mean change, its optimiser steps and its paper's (where recorded), and 'no change' in the seeds whose rows did not move"
     if role_method('original') not in set(results.method): return pd.DataFrame()
     r = results.assign(_still=no_change(results, tol), _orig=results.seed.map(results[results.method == role_method('original')].groupby('seed').acc_forget.first()))
     out = {}
@@ -302,6 +302,7 @@ def moved_table(results:pd.DataFrame, # rows of one benchmark, the Original's in
         out[display_name(m)] = {'Forget Acc.': fmt_pm(d.acc_forget.mean(), d.acc_forget.std(ddof=1) if n > 1 else 0., 3),
                                 'Original': f'{d._orig.mean():.3f}', 'Change': f'{(d.acc_forget - d._orig).mean():+.3f}',
                                 'Steps': f"{d.steps.mean():.0f}" if 'steps' in d and d.steps.notna().any() else MISSING,
+                                "Paper's steps": f"{d.paper_steps.mean():.0f}" if 'paper_steps' in d and d.paper_steps.notna().any() else MISSING,
                                 'Moved': 'no change' if k == n else f'no change in {k} of {n} seeds' if k else 'yes'}
     t = pd.DataFrame(out).T; t.attrs['rank'] = {}
     return t

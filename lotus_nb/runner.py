@@ -187,7 +187,8 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
             s = prep.spec
             row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
                        method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
-                       steps=record.get('steps', float('nan')),   # the optimiser steps that updated the model (the references: none)
+                       steps=record.get('steps', float('nan')),   # the optimiser steps that updated a model (gold: its training's, if it trained)
+                       **({'paper_steps': round(record['steps']/prep.budget[m])} if m in prep.budget and 'steps' in record else {}),   # at the paper's scale
                        avg_gap=avg_gap(metrics, gold[0]) if gold else float('nan'),
                        **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **usage)
             record = {**record, 'checkpoints': ckpts}   # named, for a tracker

@@ -116,3 +116,25 @@ def test_paper_dry_run(tmp_path):
     text = outputs(tmp_path/'p.ipynb')
     for s in ['DRY RUN', 'main tables:', 'ablation: alpha:', 'device-hours', 'digits (default): present']: assert s in text, (s, text[-3000:])
     assert not (tmp_path/'out').exists(), "a dry run writes nothing"
+
+def test_worker_processes_equal_local(tmp_path):
+    "workers=2 runs two units at once, each in a spawned process that writes its rows into the store: the rows of one after the other, each logged once"
+    run_grid(SPECS, out_dir=tmp_path/'one', **ARGS)
+    run_grid(SPECS, out_dir=tmp_path/'two', workers=2, tracking='mlflow', **ARGS)
+    a, b = sorted_rows(tmp_path/'one'/'results.csv'), sorted_rows(tmp_path/'two'/'results.csv')
+    assert len(a) == len(b) == 16
+    cols = [c for c in METRICS if c != 'time_min'] + ['steps']
+    pd.testing.assert_frame_equal(a[KEY + cols], b[KEY + cols], check_exact=False, rtol=1e-9, atol=1e-12)
+    assert set(b.threads) == {1}
+    before = (tmp_path/'two'/'results.csv').read_bytes()
+    run_grid(SPECS, out_dir=tmp_path/'two', workers=2, tracking='mlflow', **ARGS)   # a second run finds every row and runs nothing
+    assert (tmp_path/'two'/'results.csv').read_bytes() == before
+    mlflow = pytest.importorskip('mlflow')
+    c = mlflow.MlflowClient(f"sqlite:///{tmp_path/'two'/'mlflow.db'}")
+    runs = c.search_runs([c.get_experiment_by_name('lotus_nb').experiment_id], max_results=1000)
+    assert sorted(r.info.run_name for r in runs if r.data.tags['lotus_nb.kind'] == 'row') == sorted(f'{m} seed {s}' for m, s in zip(b.method, b.seed))
+
+def test_workers_refused_before_any_work(tmp_path):
+    for bad in (0, 1.5, True, '2'):
+        with pytest.raises(ValueError, match='workers must be a positive integer'): run_grid(SPECS, out_dir=tmp_path, workers=bad, **ARGS)
+    assert not (tmp_path/'results.csv').exists()
