@@ -141,8 +141,9 @@ def _check_local(device='auto', threads=1, workers=1, **_): get_device(device); 
 def _local_unit(spec, unit, methods, root, cache_dir, device, threads):
     "A worker process's unit: the benchmark prepared here, each row written into the results store as it finishes (the store locks its files)"
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)   # the row lines, live, on the parent's standard error
-    rows = []
-    run_unit(prepare(spec, methods), unit, Store(root, cache_dir), device, False, threads, on_row=rows.append)
+    prep, rows = prepare(spec, methods), []
+    def on_row(r): rows.append(r); log.info(f"worker {os.getpid()}: {prep.name} seed {r['seed']}: {row_summary(r)}")   # live; the grid's count when the unit ends
+    run_unit(prep, unit, Store(root, cache_dir), device, False, threads, on_row=on_row)
     return rows
 
 @register_executor('local', check=_check_local)

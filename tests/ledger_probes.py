@@ -27,6 +27,7 @@ from lotus_nb.runner import SeedContext, eval_unseen_of
 from types import SimpleNamespace
 from lotus_nb.unsir import error_maximizing_noise, impair_epoch
 from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides, benchmark_defaults, benchmark_augment
+from lotus_nb.benchmark_spec import step_budget, step_scale, paper_scale, budget_share
 from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap
 from lotus_nb.report import EXTRA_ROWS, OURS_AVG_GAP, as_logged
 from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
@@ -245,6 +246,12 @@ def _stand_in_probe(row:Deviation): # a row of stand_in_rows
         return lambda: (spec('embedded'), spec('paper'))
     if row.what == 'network of the embedded stand-ins':
         return lambda: (type(create_model('resnet18_small', 10).maxpool).__name__, type(create_model('resnet18', 10).maxpool).__name__)
+    if row.what == 'embedded scale':   # LoTUS's epochs and batch size on the embedded benchmark (2,500 training images), and the share of its paper steps
+        def lotus_run(budget):
+            spec = resolve_spec(BenchmarkSpec('fashionmnist', step_budget=budget)); c = method_config('lotus')
+            run = step_budget(c, step_scale(spec, 2_500))
+            return run.epochs, run.batch_size, round(budget_share(c, run, paper_scale(spec, 2_500)), 3)
+        return lambda: (lotus_run('paper'), lotus_run('unscaled'))
     if row.what == 'training recipe of the embedded stand-ins':
         r = lambda: benchmark_defaults('fashionmnist', 'resnet18_small')['recipe']
         return lambda: (r().schedule, recipe_from({'schedule': 'linear'}, r()).schedule)
