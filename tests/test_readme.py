@@ -246,7 +246,7 @@ MOVED = {
         'For development, from a clone of the repository: `bash tools/setup.sh` on a Debian/Ubuntu x86_64 machine as root'],
     'guide_usage.ipynb': [
         'On a fresh Debian/Ubuntu x86_64 machine with Python 3.11, as root, from a clone of the repository:',   # the two commands
-        'about 10 min on 2 cores', 'The main job writes `results/results.csv` (one row per method and seed)',
+        'a seed per core: about 6 min on 2 cores', 'The main job writes `results/results.csv` (one row per method and seed)',
         'Run it again and it skips every finished row; kill it and it resumes.',
         'result = unlearn(\'scrub\', model, task, arch=\'resnet\')',                               # the API
         '`arch` (`\'resnet\'`, the default, or `\'vit\'`) only picks which of the paper\'s hyperparameter sets a method starts from',
