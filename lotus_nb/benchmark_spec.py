@@ -72,7 +72,7 @@ def benchmark_augment(dataset:str,       # registry name
     return benchmark_defaults(dataset, model)['augment'] or dataset_defaults(dataset).augment
 
 # %% ../nbs/08_benchmark_spec.ipynb #a8ceaa25
-STEP_BUDGETS = ('paper', 'unscaled')   # BenchmarkSpec.step_budget: the paper's optimiser steps at an embedded size, or its epochs as they are
+STEP_BUDGETS = ('capped', 'paper', 'unscaled')   # BenchmarkSpec.step_budget: the paper's optimiser steps at an embedded size (capped: as far as max_step_scale), or its epochs as they are
 
 @dataclass
 class BenchmarkSpec:
@@ -103,7 +103,7 @@ class BenchmarkSpec:
     retain_draw: str = 'uniform'      # the retain subset of LoTUS and Bad Teacher: 'uniform' (the authors' random.sample) or 'stratified' (ours before)
     eval_augmented: bool = False      # score forget and retain through their training augmentation (the authors', a defect); False: clean images
     eval_unseen: str = 'methods'      # the metrics' D_u: 'methods' (the methods' D_u, e.g. CIFAKE: the authors') or 'heldout' (the held-out half, ours before)
-    step_budget: str = 'paper'        # 'paper': on a benchmark that registers paper_size, each method's paper step budget (step_budget); 'unscaled': its epochs and batch as they are
+    step_budget: str = 'capped'       # on a benchmark that registers paper_size: 'paper', each method's paper step budget (step_budget); 'capped' as far as its max_step_scale; 'unscaled': its epochs and batch as they are
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -295,10 +295,11 @@ def paper_scale(spec:BenchmarkSpec, # the benchmark, resolved
 def step_scale(spec:BenchmarkSpec, # the benchmark, resolved
                train_size:int,     # the training images it runs on
               ) -> float: # min(s, max_step_scale), or 1 (unscaled, no paper_size, or as large as the paper's)
-    "The scale `step_budget` applies: `paper_scale`, capped at the registered `max_step_scale` (the time the benchmark may take); 1 where the methods run as they are"
+    "The scale `step_budget` applies: `paper_scale` ('paper'), capped at the registered `max_step_scale` ('capped': the time the benchmark may take); 1 where the methods run as they are"
     s = paper_scale(spec, train_size)
     if spec.step_budget == 'unscaled' or not s: return 1.
-    return max(1., min(s, benchmark_defaults(spec.dataset, spec.model)['max_step_scale'] or s))
+    cap = benchmark_defaults(spec.dataset, spec.model)['max_step_scale'] if spec.step_budget == 'capped' else None
+    return max(1., min(s, cap or s))
 
 def budget_share(before,      # a method's config as resolved, unscaled
                  after,       # the same as it runs (step_budget applied)

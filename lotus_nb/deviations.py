@@ -275,7 +275,7 @@ STAND_IN_SETUP = [   # the stand-ins' network and recipe: what the embedded benc
     Deviation('Stand-ins', 'embedded scale', "each unlearning method's optimiser steps scaled toward what its paper settings take on CIFAR's 50,000 training images, by one rule: batch size / s (at least 8), epochs x the rest (s = 50,000 / 2,500 = 20, capped at max_step_scale 5: batch 26 at the paper's epochs, a quarter of the paper's steps) ({lotus_nb.benchmark_spec.step_budget}, {lotus_nb.benchmark_spec.step_scale}); each row records steps and paper_steps; learning rates and every other setting the paper's; SSD (no epochs) and the references unchanged",
       "the paper's epochs and batch sizes (tab:hyperparams), at the paper's scale", '-',
       "at the paper's epochs the embedded benchmark's 2,500 images give 80 LoTUS steps where CIFAR-100 gives about 1,450, and the table ranked methods by how little they moved; the whole budget (s = 20) takes about 20 minutes on two cores, the cap keeps the main job within 7",
-      "step_budget='unscaled' (BenchmarkSpec; papermill -p step_budget unscaled): the paper's epochs and batch sizes as they are", 'stand-in'),
+      "step_budget='unscaled' (BenchmarkSpec; papermill -p step_budget unscaled): the paper's epochs and batch sizes as they are; step_budget='paper': the whole budget, uncapped", 'stand-in'),
 ]
 
 def stand_in_rows() -> list:

@@ -251,7 +251,7 @@ def _stand_in_probe(row:Deviation): # a row of stand_in_rows
             spec = resolve_spec(BenchmarkSpec('fashionmnist', step_budget=budget)); c = method_config('lotus')
             run = step_budget(c, step_scale(spec, 2_500))
             return run.epochs, run.batch_size, round(budget_share(c, run, paper_scale(spec, 2_500)), 3)
-        return lambda: (lotus_run('paper'), lotus_run('unscaled'))
+        return lambda: (lotus_run('capped'), lotus_run('unscaled'))
     if row.what == 'training recipe of the embedded stand-ins':
         r = lambda: benchmark_defaults('fashionmnist', 'resnet18_small')['recipe']
         return lambda: (r().schedule, recipe_from({'schedule': 'linear'}, r()).schedule)
