@@ -27,7 +27,7 @@ def patch(f): # a function whose first parameter is annotated with its class, e.
 # %% ../nbs/07a_store.ipynb #07c97d1f
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
 METRICS = builtin_metrics()   # the metric columns every row has: the registry's built-ins, in their order
-RESOURCES = ['threads', 'precision', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, numerics ('fp32', 'bf16'), peak device memory (CUDA), peak host RSS
+RESOURCES = ['threads', 'precision', 'steps', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, numerics ('fp32', 'bf16'), optimiser steps, peak device memory (CUDA), peak host RSS
 COLUMNS = KEY + ['method_seed'] + METRICS + RESOURCES
 RENAMED_COLUMNS = {'jsd_legacy': 'jsd_authors', 'rf_jsd_legacy': 'rf_jsd_authors'}   # a column's name until 0.7 -> its name now: a file written before is read under the new one
 
