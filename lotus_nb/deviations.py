@@ -219,6 +219,12 @@ DEVIATIONS = [
     Deviation('UNSIR', 'pairs of retain and forget batches', "pairs='cut': a pair cut to the common size ({lotus_nb.unsir.impair_epoch})", '-',
       'unsir_class.py:136-140 skips a pair unless both batches are full', 'a forget set smaller than one batch is still impaired', "pairs='full'", 'our choice'),
     Deviation('LoTUS+SalUn', 'ViT learning rate', "LoTUS's ViT 1e-6", '- (ResNet18 only)', 'salun_class.py:216-220 AdamW lr 1e-4 for any model', 'the paper reports it on ResNet18 only', 'lr=1e-4', 'our choice'),
+    Deviation('SalUn', 'images of the saliency mask', "the forget set's clean images, in order ({lotus_nb.salun.saliency_mask})", '-',
+      "salun_class.py:60-80: one pass of self.dl['forget'], the forget training loader (shuffled, augmented: data_utils.py:319-326)",
+      "the forget images as the metrics see them; their augmentation draw is incidental", "mask_images='augmented'", 'our choice'),
+    Deviation('LoTUS+SalUn', 'images of the saliency mask', "clean, in order (SalUn's mask, {lotus_nb.salun.with_saliency})", '-',
+      "salun_class.py:128 generate_mask, the pass of 60-80 over the forget training loader, before salun_with_lotus",
+      "as SalUn's", "mask_images='augmented'", 'our choice'),
     Deviation('Tuning', 'validation unseen and test sets', "drawn from the held-out images in no reported seed's test set, halved per class ({lotus_nb.splits.unreported_heldout})",
       'alpha tuned "to minimize the Avg Gap score without using the test set"', '- (no tuner in the public code)',
       "the tuner's Avg Gap (its test term, and the MIA's test and unseen non-members) never scores a reported test image; before, about half of the validation test set was reported test images",
@@ -377,9 +383,11 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
     'salun': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('sgd', 'sgd', 'T:tex:827; salun_class.py:142'),
                            lr=(1e-3, 1e-3, 'salun_class.py:139 (T:tex:827 says 0.1)'), momentum=(0.9, 0.9, 'salun_class.py:140'),
                            weight_decay=(5e-4, 5e-4, 'T:tex:827; salun_class.py:141'), passes=('sequential', 'sequential', 'salun_class.py:152-202'),
-                           mask_fraction=(0.1, 0.1, 'salun_class.py:86 (original paper: 0.5)')),
+                           mask_fraction=(0.1, 0.1, 'salun_class.py:86 (original paper: 0.5)'),
+                           mask_images=('clean', 'clean', "ours (the ledger's SalUn row): theirs, 'augmented', is salun_class.py:60-80")),
     'lotus': LOTUS_DEFAULTS,
-    'lotus_salun': dict(**LOTUS_DEFAULTS, mask_fraction=(0.1, 0.1, 'salun_class.py:86, 129')),
+    'lotus_salun': dict(**LOTUS_DEFAULTS, mask_fraction=(0.1, 0.1, 'salun_class.py:86, 129'),
+                        mask_images=('clean', 'clean', "ours, as SalUn's: theirs, 'augmented', is salun_class.py:60-80, 128")),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_pre_hook
-from .checks import check_fraction
+from .checks import check_fraction, check_choice
 from .user_data import as_split
 from .methods import Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums, mask_grads
 from .random_label import RandomLabelConfig, random_label
@@ -23,11 +23,15 @@ def saliency_mask(model:nn.Module,         # $f_{orig}$, whose gradients are mea
                   forget,                   # split, Dataset or DataLoader of the forget set $D_f$
                   fraction:float=0.5,       # k: the fraction of all parameter entries left trainable
                   batch_size:int=128,       # images per gradient pass
+                  images:str='clean',       # 'clean': in order, unaugmented; 'augmented': the training loader, shuffled and augmented
+                  seed:int=0,               # seeds the order and augmentation of images='augmented'
                  ) -> dict:                 # parameter name -> 0/1 float tensor of the parameter's shape
     "SalUn's mask `{name: 0/1 tensor}`: 1 on the top `fraction` of entries by $|\\sum_{batches} \\nabla(-CE)|$ on `forget`"
     fraction = check_fraction(fraction, 'fraction')
+    check_choice(images, ('clean', 'augmented'), 'images')
     m = student_of(model)   # a trainable copy: `model` is not touched, not even put in eval mode
-    sums, _ = grad_sums(m, as_split(forget).loader(batch_size), lambda b: -F.cross_entropy(m(b[0]), b[1]))
+    batches = as_split(forget).loader(batch_size, train=images == 'augmented', seed=seed)
+    sums, _ = grad_sums(m, batches, lambda b: -F.cross_entropy(m(b[0]), b[1]))
     saliency = torch.cat([s.abs().flatten() for s in sums.values()])
     keep = torch.zeros_like(saliency)
     keep[saliency.topk(math.floor(fraction*len(saliency)), sorted=False).indices] = 1
@@ -41,11 +45,12 @@ def mask_stats(mask:dict, # parameter name -> 0/1 tensor, from saliency_mask
 def with_saliency(method,              # unlearning function f(original, task, cfg, progress, grad_hook=...)
                   original:nn.Module,  # $f_{orig}$: the mask is measured on it, then passed on to method
                   task:UnlearnTask,    # the sets; the mask comes from task.forget
-                  cfg,                 # method's config, with mask_fraction and batch_size
+                  cfg,                 # method's config, with mask_fraction, mask_images and batch_size
                   progress:bool=True,  # passed on to method
                  ) -> Unlearned:       # method's result, with mask_kept and mask_size added to its record
     "Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the mask's size goes in the record"
-    mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size)
+    # the augmented draw is seeded apart from the method's own first forget pass (task.seed), as theirs is an earlier pass of that loader
+    mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size, cfg.mask_images, seed=task.seed + 1)
     out = method(original, task, cfg, progress, grad_hook=mask_grads(mask))
     out.record.update(mask_stats(mask))
     return out
@@ -56,6 +61,7 @@ class SalunConfig(RandomLabelConfig):
     "SalUn as the LoTUS authors ran it: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4, the top 10% of weights trainable (salun_class.py)"
     lr: float = 1e-3             # of the masked Random Labeling (salun_class.py:139); Table tab:hyperparams' 0.1: an override
     mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
+    mask_images: str = 'clean'   # 'clean', in order; 'augmented': the authors' forget training loader (salun_class.py:60-80)
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), mask_fraction=Range(0.05, 0.9))  # Table tab:hyperparams' 0.1 inside
 
 @register_method('salun', SalunConfig, display='SalUn', order=9, paper=True)

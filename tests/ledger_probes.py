@@ -148,8 +148,16 @@ def _method_probes() -> dict:
     def ssd_run(**kw):   # SSD on flip-augmented sets: how many entries it dampens, and the sum of the dampened weights
         m, s = flip_sets(); res = unlearn('ssd', m, UnlearnTask(s['forget'], s['retain'], s['unseen']), progress=False, **kw)
         return res.record['selected'], round(sum(float(p.detach().sum()) for p in res.model.parameters()), 6)
+    def masked_run(method, **kw):   # SalUn or LoTUS+SalUn, one shuffled epoch on flip-augmented sets: the sum of the trained weights
+        m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
+        over = dict(passes='shuffled', weight_decay=0.) if method == 'salun' else dict(weight_decay=0.)
+        res = unlearn(method, m, task, progress=False, epochs=1, mask_fraction=0.3, **over, **kw)
+        return round(sum(float(p.detach().sum()) for p in res.model.parameters()), 6)
     c = config_probe
-    return {('LoTUS', 'images of the forget accuracy in tau_d'): lambda: (forget_acc(), forget_acc(forget_acc='clean')),
+    mask_switch = lambda method: lambda: (masked_run(method), masked_run(method, mask_images='augmented'))
+    return {('SalUn', 'images of the saliency mask'): mask_switch('salun'),
+            ('LoTUS+SalUn', 'images of the saliency mask'): mask_switch('lotus_salun'),
+            ('LoTUS', 'images of the forget accuracy in tau_d'): lambda: (forget_acc(), forget_acc(forget_acc='clean')),
             ('SSD', 'batches of the importance passes'): lambda: (ssd_run(), ssd_run(batches='authors')),
             ('UNSIR', 'Adam steps on each noise batch'): lambda: (noise()[0], noise(steps=1)[0]),
             ('LoTUS', 'rounding and early stop'): stops,
