@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_unsir.ipynb #deacddfc
 from __future__ import annotations
-import dataclasses
+import dataclasses, math
 from dataclasses import dataclass
 from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
@@ -18,7 +18,7 @@ from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_meth
                               num_classes_of)
 
 # %% auto #0
-__all__ = ['input_range', 'error_maximizing_noise', 'impair_epoch', 'per_class_subset', 'UNSIRConfig', 'unsir']
+__all__ = ['input_range', 'error_maximizing_noise', 'impair_epoch', 'per_class_subset', 'DrawnOnce', 'UNSIRConfig', 'unsir']
 
 # %% ../nbs/16_unsir.ipynb #93afc86f
 def input_range(split,              # the images whose valid range is wanted; its mean/std if it has them
@@ -98,6 +98,24 @@ def per_class_subset(split,     # the set to sample from, usually $D_r$
     if isinstance(split, IndexSplit): return split.with_idx(split.idx[keep])   # ours in memory or on disk, a user's tensors
     return dataclasses.replace(split, dataset=Subset(split.dataset, keep.tolist()))                   # a stream, as it streams
 
+# %% ../nbs/16_unsir.ipynb #d4b6f8a3
+class DrawnOnce:
+    "One augmented, shuffled pass of `split`, kept in memory: every pass yields those same images, reshuffled (seeded)"
+    def __init__(self,
+                 split,            # the split drawn, e.g. UNSIR's retain sample
+                 batch_size:int,   # images per batch
+                 seed:int=0,       # seeds the one augmentation draw and the order of every pass
+                ):
+        xs, ys = zip(*((b[0], b[1]) for b in split.loader(batch_size, train=True, seed=seed)))
+        self.x, self.y, self.batch_size = torch.cat(xs), torch.cat(ys), batch_size
+        self.generator = torch.Generator().manual_seed(seed)
+    def __len__(self): return math.ceil(len(self.y)/self.batch_size)
+    def __iter__(self):
+        order = torch.randperm(len(self.y), generator=self.generator).to(self.y.device)
+        for i in range(0, len(order), self.batch_size):
+            j = order[i:i + self.batch_size]
+            yield self.x[j], self.y[j]
+
 # %% ../nbs/16_unsir.ipynb #0341afb4
 @dataclass
 class UNSIRConfig(MethodConfig):
@@ -113,6 +131,7 @@ class UNSIRConfig(MethodConfig):
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
     noise_mode: str = 'train'  # the model's mode during the noise steps: train, as unsir_class.py:161 leaves it; 'eval': ours before
     pairs: str = 'cut'         # 'cut': a pair cut to the common size (ours); 'full': skip pairs not both full (unsir_class.py:136-140)
+    retain_augment: str = 'fresh' # retain augmentation: a new draw each pass; 'once': one draw kept (unsir_class.py:94-121)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=16)}
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), noise_lr=Range(1e-3, 1., log=True))
 
@@ -127,7 +146,8 @@ def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
     cap = cfg.retain_per_class or (100 if num_classes_of(original, task) >= 100 else 1000)
     retain, (lo, hi) = per_class_subset(task.retain, cap, task.seed), input_range(task.forget)
     opt, full = make_optimizer(student.parameters(), cfg), cfg.batch_size if check_choice(cfg.pairs, ('cut', 'full'), 'pairs rule') == 'full' else None
-    rb = retain.loader(cfg.batch_size, train=True, seed=task.seed)
+    once = check_choice(cfg.retain_augment, ('fresh', 'once'), 'retain_augment') == 'once'
+    rb = DrawnOnce(retain, cfg.batch_size, task.seed) if once else retain.loader(cfg.batch_size, train=True, seed=task.seed)
     fb = task.forget.loader(cfg.batch_size, train=True, seed=task.seed + 1)
     impair, repair = [], []
     for _ in tqdm(range(cfg.epochs), disable=not progress, desc='unsir'):

@@ -153,6 +153,10 @@ def _method_probes() -> dict:
         over = dict(passes='shuffled', weight_decay=0.) if method == 'salun' else dict(weight_decay=0.)
         res = unlearn(method, m, task, progress=False, epochs=1, mask_fraction=0.3, **over, **kw)
         return round(sum(float(p.detach().sum()) for p in res.model.parameters()), 6)
+    def unsir_run(**kw):   # UNSIR, two rounds on flip-augmented sets in batches of 8: the norm of the trained weights
+        m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
+        res = unlearn('unsir', m, task, progress=False, epochs=2, batch_size=8, **kw)
+        return round(float(torch.cat([p.detach().flatten() for p in res.model.parameters()]).norm()), 6)
     c = config_probe
     mask_switch = lambda method: lambda: (masked_run(method), masked_run(method, mask_images='augmented'))
     return {('SalUn', 'images of the saliency mask'): mask_switch('salun'),
@@ -171,6 +175,7 @@ def _method_probes() -> dict:
             ('UNSIR', 'batch size'): c('unsir', arch='vit', batch_size=32),
             ('UNSIR', 'retain sample'): c('unsir', retain_per_class=50),
             ('UNSIR', 'pairs of retain and forget batches'): lambda: (pairs(None), pairs(4)),
+            ('UNSIR', 'augmentation of the retain sample'): lambda: (unsir_run(), unsir_run(retain_augment='once')),
             ('SSD', 'batch size of the importance passes'): c('ssd', batch_size=256),
             ('LoTUS', 'alpha in class unlearning'): c('lotus', 'class', alpha=2.),
             ('SCRUB', 'weight decay, max steps, retain-KL weight'): c('scrub', weight_decay=0.1, msteps=10, alpha=1.),
