@@ -58,9 +58,11 @@ def bad_teacher_loss(student_logits,   # B x K logits of the student
 # %% ../nbs/13_bad_teacher.ipynb #90d494cb
 def bad_teacher_batches(task:UnlearnTask,   # its forget set and its seeded 30% retain subset (drawn here)
                         batch_size:int=128,  # images per batch, forget and retain mixed
+                        order:str='shuffled', # 'blocks': in order, the forget block then the retain block (bad_teaching_class.py:145-155)
                        ):
     "Shuffled, augmented batches `(x, y, tag)` of `task.forget` (tag 1) and `task.retain_subset()` (tag 0)"
-    return with_tags(task.forget, task.retain_subset(), batch_size, task.seed)
+    shuffle = check_choice(order, ('shuffled', 'blocks'), 'order') == 'shuffled'
+    return with_tags(task.forget, task.retain_subset(), batch_size, task.seed, shuffle=shuffle)
 
 # %% ../nbs/13_bad_teacher.ipynb #3e4948da
 @dataclass
@@ -71,6 +73,7 @@ class BadTeacherConfig(MethodConfig):
     weight_decay: float = 0.   # no L2 penalty
     T: float = 1.          # distillation temperature of both teachers and the student
     teacher: str = 'pretrained'  # the incompetent teacher: f_orig's start with a new head (the authors'), or 'random' (the paper's)
+    order: str = 'shuffled'    # shuffled together; 'blocks': the authors' unshuffled order (bad_teaching_class.py:148-151)
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20), T=Range(1., 8., log=True))
 
 @register_method('bad_teacher', BadTeacherConfig, display='BadT', order=5, paper=True)
@@ -81,7 +84,7 @@ def bad_teacher(original:nn.Module,    # f_orig: competent teacher and the stude
                ) -> Unlearned:         # f_un in eval mode; record: train_loss per epoch
     "Bad Teacher: distil an incompetent teacher (TEACHERS) on $D_f$ and $f_{orig}$ on a subset of $D_r$ into a copy of $f_{orig}$"
     good, bad = teachers_of(original, task.seed, cfg.teacher)
-    student, batches = student_of(original), bad_teacher_batches(task, cfg.batch_size)
+    student, batches = student_of(original), bad_teacher_batches(task, cfg.batch_size, cfg.order)
     opt = make_optimizer(student.parameters(), cfg)
     def loss_fn(b):
         x, _, tag = b

@@ -40,11 +40,15 @@ def make_optimizer(params,            # the parameters to optimise
 def with_tags(first,           # a split whose samples get the tag True (LoTUS's and Bad Teacher's $l = 1$)
               second,          # a split whose samples get the tag False
               batch_size:int,  # samples per batch, both splits mixed
-              seed:int):       # seeds the shuffling and the augmentation
+              seed:int,        # seeds the shuffling and the augmentation
+              shuffle:bool=True, # False: in order, `first`'s block then `second`'s, augmented where the split draws its own augmentation
+             ):
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"
-    import numpy as np
-    tags = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)]
-    return (first + second).loader(batch_size, train=True, seed=seed, tags=tags)
+    import inspect, numpy as np
+    tags, both = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)], first + second
+    if shuffle: return both.loader(batch_size, train=True, seed=seed, tags=tags)
+    kw = dict(augment=True) if 'augment' in inspect.signature(both.loader).parameters else {}   # a new draw each pass
+    return both.loader(batch_size, train=False, seed=seed, tags=tags, **kw)
 
 def num_classes_of(model:nn.Module, # the classifier; its output width is K
                    task,              # an UnlearnTask: its num_classes wins when set; else one forget batch is run

@@ -157,6 +157,10 @@ def _method_probes() -> dict:
         m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
         res = unlearn('unsir', m, task, progress=False, epochs=2, batch_size=8, **kw)
         return round(float(torch.cat([p.detach().flatten() for p in res.model.parameters()]).norm()), 6)
+    def bad_teacher_run(**kw):   # Bad Teacher, one epoch on flip-augmented sets in batches of 8: the norm of the trained weights
+        m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
+        res = unlearn('bad_teacher', m, task, progress=False, epochs=1, batch_size=8, **kw)
+        return round(float(torch.cat([p.detach().flatten() for p in res.model.parameters()]).norm()), 6)
     c = config_probe
     mask_switch = lambda method: lambda: (masked_run(method), masked_run(method, mask_images='augmented'))
     return {('SalUn', 'images of the saliency mask'): mask_switch('salun'),
@@ -176,6 +180,7 @@ def _method_probes() -> dict:
             ('UNSIR', 'retain sample'): c('unsir', retain_per_class=50),
             ('UNSIR', 'pairs of retain and forget batches'): lambda: (pairs(None), pairs(4)),
             ('UNSIR', 'augmentation of the retain sample'): lambda: (unsir_run(), unsir_run(retain_augment='once')),
+            ('Bad Teacher', 'shuffling of the batches'): lambda: (bad_teacher_run(), bad_teacher_run(order='blocks')),
             ('SSD', 'batch size of the importance passes'): c('ssd', batch_size=256),
             ('LoTUS', 'alpha in class unlearning'): c('lotus', 'class', alpha=2.),
             ('SCRUB', 'weight decay, max steps, retain-KL weight'): c('scrub', weight_decay=0.1, msteps=10, alpha=1.),
