@@ -68,6 +68,7 @@ class SSDConfig(MethodConfig):
     alpha: float = 10.         # selection threshold: I_f > alpha * I_D
     lam: float = 1.            # dampening constant $\lambda$
     batches: str = 'mixed'     # the importance passes: 'mixed' (clean, in split order) or 'authors' (augmented; D_f shuffled, D class by class)
+    repeats: int = 1           # dampenings, importances recomputed before each; the authors': one an epoch (ssd_class.py:202-217)
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}   # reproduce_results.sh: ViT runs at batch 32
     search_space: ClassVar[dict] = dict(alpha=Range(1., 50., log=True), lam=Range(0.1, 10., log=True))  # one shot: no lr, no epochs
 
@@ -80,12 +81,18 @@ def ssd(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is dampened)
     "SSD: importances over $D_f$ and $D_r \\cup D_f$, then one dampening of the entries specialised in $D_f$"
     model = student_of(original).eval()
     check_choice(cfg.batches, ('mixed', 'authors'), 'batches setting')
-    if cfg.batches == 'authors':   # ssd_class.py:207-216: I_f on D_f's training loader, I_D on ConcatDataset([forget, retain]) of per-class parts
-        I_f = importances(model, task.forget, cfg.batch_size, progress, augment_seed=task.seed, shuffle=True)
-        I_D = importances(model, class_ordered(task.forget) + class_ordered(task.retain), cfg.batch_size, progress, augment_seed=task.seed)
-    else:
-        I_f = importances(model, task.forget, cfg.batch_size, progress)
-        I_D = importances(model, task.retain + task.forget, cfg.batch_size, progress)
-    selected = dampen_(model, I_f, I_D, cfg.alpha, cfg.lam)
+    if cfg.repeats < 1: raise ValueError(f"repeats must be at least 1, got {cfg.repeats}")
+    selected = None
+    for r in range(cfg.repeats):   # each repeat: importances of the model as it is now, a new augmentation draw with 'authors'
+        # 'authors', ssd_class.py:207-216: I_f on D_f's training loader, I_D on ConcatDataset([forget, retain]) of per-class parts
+        if cfg.batches == 'authors':
+            I_f = importances(model, task.forget, cfg.batch_size, progress, augment_seed=task.seed + r, shuffle=True)
+            both = class_ordered(task.forget) + class_ordered(task.retain)
+            I_D = importances(model, both, cfg.batch_size, progress, augment_seed=task.seed + r)
+        else:
+            I_f = importances(model, task.forget, cfg.batch_size, progress)
+            I_D = importances(model, task.retain + task.forget, cfg.batch_size, progress)
+        sel = dampen_(model, I_f, I_D, cfg.alpha, cfg.lam)
+        selected = sel if selected is None else {k: selected[k] | s for k, s in sel.items()}   # dampened at least once
     n_sel, n_all = sum(int(s.sum()) for s in selected.values()), sum(s.numel() for s in selected.values())
     return Unlearned(model.eval(), dict(selected=n_sel, selected_frac=n_sel/n_all))

@@ -167,6 +167,7 @@ def _method_probes() -> dict:
             ('LoTUS+SalUn', 'images of the saliency mask'): mask_switch('lotus_salun'),
             ('LoTUS', 'images of the forget accuracy in tau_d'): lambda: (forget_acc(), forget_acc(forget_acc='clean')),
             ('SSD', 'batches of the importance passes'): lambda: (ssd_run(), ssd_run(batches='authors')),
+            ('SSD', 'how often dampening is applied'): lambda: (ssd_run(alpha=2.), ssd_run(alpha=2., repeats=10)),   # alpha 10: none
             ('UNSIR', 'Adam steps on each noise batch'): lambda: (noise()[0], noise(steps=1)[0]),
             ('LoTUS', 'rounding and early stop'): stops,
             ('SalUn', 'learning rate'): c('salun', lr=0.1), ('SalUn', 'mask fraction k'): c('salun', mask_fraction=0.5),
