@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
-from .training import train_epoch, model_device, graphable, fast_enabled, device_batches
+from .checks import check_choice
+from .training import train_epoch, ce_loss, model_device, graphable, fast_enabled, device_batches
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer, cycle)
 
 # %% auto #0
@@ -34,6 +35,7 @@ def neggrad_loss(model:nn.Module,    # the student being unlearned (its device r
 class NegGradConfig(MethodConfig):
     "NegGrad+: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); `beta` = 0.95"
     beta: float = 0.95   # retain weight; the authors' large-scale (privacy) experiments used 0.9999
+    loop: str = 'ascent' # 'authors': their loop as it runs, a forget pass then a retain pass, both descending (beta unused)
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), beta=Range(0.5, 0.9999))
 
 @register_method('neggrad_plus', NegGradConfig, display='NegGrad+', order=3, paper=True)
@@ -46,6 +48,12 @@ def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchan
     if not 0 <= cfg.beta <= 1: raise ValueError(f"beta must lie in [0, 1], got {cfg.beta!r}")
     student = student_of(original)
     retain = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)
+    if check_choice(cfg.loop, ('ascent', 'authors'), 'loop') == 'authors':   # naive_unlearning_class.py:87-109
+        forget, opt = task.forget.loader(cfg.batch_size, train=True, seed=task.seed), make_optimizer(student.parameters(), cfg)
+        # their sign flip (96-98) acts before backward(), on no gradient: each step descends on CE, forget batches as retain ones
+        passes = [[train_epoch(student, b, ce_loss(student), opt) for b in (forget, retain)]
+                  for _ in tqdm(range(cfg.epochs), disable=not progress, desc='NegGrad+')]
+        return Unlearned(student.eval(), dict(forget_loss=[f for f, _ in passes], train_loss=[r for _, r in passes]))
     forget = cycle(task.forget.loader(cfg.batch_size, train=True, seed=task.seed))
     dev = model_device(student)
     if fast_enabled(dev): forget = device_batches(forget, dev)   # on CUDA made on a side stream, as the retain batches: not serialised with the step

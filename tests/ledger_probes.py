@@ -161,6 +161,10 @@ def _method_probes() -> dict:
         m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
         res = unlearn('bad_teacher', m, task, progress=False, epochs=1, batch_size=8, **kw)
         return round(float(torch.cat([p.detach().flatten() for p in res.model.parameters()]).norm()), 6)
+    def neggrad_run(**kw):   # NegGrad+, one epoch on flip-augmented sets in batches of 8: the norm of the trained weights
+        m, s = flip_sets(); task = UnlearnTask(s['forget'], s['retain'], s['unseen'])
+        res = unlearn('neggrad_plus', m, task, progress=False, epochs=1, batch_size=8, **kw)
+        return round(float(torch.cat([p.detach().flatten() for p in res.model.parameters()]).norm()), 6)
     c = config_probe
     mask_switch = lambda method: lambda: (masked_run(method), masked_run(method, mask_images='augmented'))
     return {('SalUn', 'images of the saliency mask'): mask_switch('salun'),
@@ -187,6 +191,7 @@ def _method_probes() -> dict:
             ('SCRUB', 'weight decay, max steps, retain-KL weight'): c('scrub', weight_decay=0.1, msteps=10, alpha=1.),
             ('SCRUB', 'msteps, lr milestones, temperature'): c('scrub', lr_decay=1.),
             ('NegGrad+', 'beta'): c('neggrad_plus', beta=0.5),
+            ('NegGrad+', 'gradient ascent on the forget set'): lambda: (neggrad_run(), neggrad_run(loop='authors')),
             ('Bad Teacher', 'the incompetent teacher'): c('bad_teacher', arch='vit', teacher='random')}
 
 def _benchmark_probes() -> dict:
