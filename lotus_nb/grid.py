@@ -5,7 +5,7 @@
 # %% ../nbs/20_grid.ipynb #2a6f6c25
 from __future__ import annotations
 import dataclasses, inspect, logging, multiprocessing, os, sys, time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
@@ -31,8 +31,9 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
-           'executor_options', 'check_workers', 'auto_workers', 'run_local', 'check_nodes', 'run_ray', 'Benchmark',
-           'entropy_figure_methods', 'collect_benchmark', 'rehearsal_paths', 'rehearse', 'find_benchmark', 'run_grid']
+           'executor_options', 'check_workers', 'auto_workers', 'split_units', 'run_local', 'check_nodes', 'run_ray',
+           'Benchmark', 'entropy_figure_methods', 'collect_benchmark', 'rehearsal_paths', 'rehearse', 'find_benchmark',
+           'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -146,6 +147,17 @@ def _local_unit(spec, unit, methods, root, cache_dir, device, threads):
     run_unit(prep, unit, Store(root, cache_dir), device, False, threads, on_row=on_row)
     return rows
 
+def split_units(units, # the plan's Units
+                parts:int, # how many workers share them
+               ) -> list: # one (references' unit or None, [the pieces of its other methods]) per unit
+    "Each unit as pieces for `parts` workers: its references first (their unit trains f_orig and f_gold), then its other methods dealt out in `parts` interleaved pieces, which start once the references' unit is done"
+    out = []
+    for u in units:
+        refs, rest = tuple(m for m in u.methods if is_reference(m)), [m for m in u.methods if not is_reference(m)]
+        pieces = [dataclasses.replace(u, methods=tuple(rest[i::parts])) for i in range(parts) if rest[i::parts]]
+        out.append((dataclasses.replace(u, methods=refs) if refs else None, pieces))
+    return out
+
 @register_executor('local', check=_check_local)
 def run_local(plan:GridPlan,      # from plan_grid
               store:Store,        # the results store
@@ -154,7 +166,7 @@ def run_local(plan:GridPlan,      # from plan_grid
               threads:int=1,      # torch's CPU threads per unit (recorded in each row): the same default as the Ray executor's
               workers:int=1       # units run at once, each in a process of its own (spawned); 1: one after the other, in this process
              ):
-    "Run the units through `run_unit` with the results store itself: one after the other in this process, or `workers` at once in worker processes"
+    "Run the units through `run_unit` with the results store itself: one after the other in this process, or in `workers` worker processes at once (`split_units`: a unit's references, then its other methods in pieces)"
     prog = GridProgress(plan.rows)
     line = lambda name: (lambda r: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
     if workers == 1 or len(plan.units) == 1:
@@ -163,11 +175,19 @@ def run_local(plan:GridPlan,      # from plan_grid
             run_unit(p, u, store, device, progress, threads, on_row=line(p.name))
         return
     ctx = multiprocessing.get_context('spawn')   # a fresh interpreter: no lock or thread of this one is copied into it
-    ex = ProcessPoolExecutor(min(workers, len(plan.units)), mp_context=ctx)
+    ex = ProcessPoolExecutor(workers, mp_context=ctx)
+    submit = lambda u: ex.submit(_local_unit, plan.preps[u.bench].spec, u, plan.methods, store.root, store.cache_dir, device, threads)
     try:
-        futs = {ex.submit(_local_unit, plan.preps[u.bench].spec, u, plan.methods, store.root, store.cache_dir, device, threads): u for u in plan.units}
-        for f in as_completed(futs):
-            for r in f.result(): line(plan.preps[futs[f].bench].name)(r)   # a failed unit's error is raised here
+        todo = {}   # future -> (its unit, the pieces that start when it is done)
+        for first, pieces in split_units(plan.units, workers):
+            todo.update({submit(first): (first, pieces)} if first is not None else {submit(v): (v, []) for v in pieces})
+        pending = set(todo)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                u, pieces = todo[f]
+                for r in f.result(): line(plan.preps[u.bench].name)(r)   # a failed unit's error is raised here
+                for v in pieces: g = submit(v); todo[g] = (v, []); pending.add(g)
     finally: ex.shutdown(wait=True, cancel_futures=True)   # after a failure: the running units finish (their rows kept), the others never start
     store.track()   # the workers' stores have no tracker: the rows they wrote are logged here
 
