@@ -399,7 +399,7 @@ def reinit_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
 
 def start_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
                seed:int=0,      # seed of the new head (or of the whole network when it is reinit_copy's)
-              ) -> nn.Module:   # same architecture: the weights `model` was trained from, a new head
+              ) -> nn.Module:   # same architecture: the weights the model was trained from, a new head
     "The network `model` was trained from, drawn afresh: rebuilt with its pretrained weights and a new head when it was fine-tuned from them, else `reinit_copy`"
     spec = built_as(model)
     if spec is None or spec['pretrained'] is False or MODELS[spec['name']].pretrained_head: return reinit_copy(model, seed)
