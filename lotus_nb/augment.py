@@ -9,10 +9,11 @@ import torch, torch.nn.functional as F
 from .checks import check_choice
 
 # %% auto #0
-__all__ = ['AUGMENTS', 'random_flip', 'random_affine', 'color_jitter', 'augment_batch']
+__all__ = ['AUGMENTS', 'RESIZED_FIRST', 'random_flip', 'random_affine', 'color_jitter', 'resize_batch', 'augment_batch']
 
 # %% ../nbs/01c_augment.ipynb #88932167
-AUGMENTS = ('none', 'crop', 'crop_flip', 'crop_edge_flip', 'flip', 'mufac')
+AUGMENTS = ('none', 'crop', 'crop_flip', 'crop_edge_flip', 'flip', 'mufac', 'mufac_resized')
+RESIZED_FIRST = {'mufac_resized': 'mufac'}   # kinds drawn after the resize to the model's input (the authors' ViT order): the kind drawn
 
 def random_flip(x:torch.Tensor, # B x C x H x W batch
                 generator=None, # CPU torch.Generator drawing which images flip; None: the global one
@@ -52,12 +53,21 @@ def color_jitter(x:torch.Tensor,    # B x C x H x W float batch, 0-255 values
             x = torch.where((order[:, slot] == i).view(b, 1, 1, 1), op(x, k[i]), x)
     return x
 
+def resize_batch(x:torch.Tensor, # B x C x H x W float batch
+                 size:int=None,  # the side of the result; None: x as it is
+                ) -> torch.Tensor:
+    "`x` resized to `size` x `size`, bilinear (antialiased when it shrinks): a ViT's input"
+    if size is None or size == x.shape[-1]: return x
+    return F.interpolate(x, size=(size, size), mode='bilinear', align_corners=False, antialias=size < x.shape[-1])
+
 def augment_batch(x:torch.Tensor,       # B x C x H x W batch, float 0-255
                   kind:str='crop_flip',  # one of AUGMENTS
                   generator:torch.Generator=None, # CPU generator of every random draw; None: the global one
+                  size:int=None,         # the model's input side: a RESIZED_FIRST kind resizes to it first; the others ignore it
                  ):
     "Training augmentation of a whole batch: random crop with padding `H//8` (zeros, or the edge pixels repeated), flips, or MUFAC's flip + affine + colour jitter"
     check_choice(kind, AUGMENTS, 'augmentation')
+    if kind in RESIZED_FIRST: return augment_batch(resize_batch(x, size), RESIZED_FIRST[kind], generator)   # the authors' ViT order
     if kind == 'none': return x
     if kind == 'flip': return random_flip(x, generator)
     if kind == 'mufac': return color_jitter(random_affine(random_flip(x, generator), generator), generator)

@@ -19,7 +19,7 @@ from .models import MODELS, create_model, model_arch, model_input_size, resolve_
 from .training import Recipe, RECIPES
 from .checkpoints import load_checkpoint, cache_key
 from .methods import method_config, config_identity, list_methods, check_method, is_reference, role_method, RETAIN_DRAWS
-from .metrics import MIA_NONMEMBERS
+from .metrics import MIA_NONMEMBERS, MIA_MODES
 from .store import Store, row_id
 
 log = logging.getLogger('lotus_nb')
@@ -104,6 +104,8 @@ class BenchmarkSpec:
     eval_augmented: bool = False      # score forget and retain through their training augmentation (the authors', a defect); False: clean images
     eval_unseen: str = 'methods'      # the metrics' D_u: 'methods' (the methods' D_u, e.g. CIFAKE: the authors') or 'heldout' (the held-out half, ours before)
     step_budget: str = 'capped'       # on a benchmark that registers paper_size: 'paper', each method's paper step budget (step_budget); 'capped' as far as its max_step_scale; 'unscaled': its epochs and batch as they are
+    mia_mode: str = 'eval'            # the entropy MIA's passes: 'eval' (ours) or 'authors' (first, train mode, one image each)
+    heldout_cut: str = 'stratified'   # the held-out split halved into D_u and test: 'stratified' (ours) or 'sklearn' (the authors')
 
 def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
                 ) -> BenchmarkSpec:
@@ -157,7 +159,8 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
-    check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen'); split_rule(spec.split, spec.split_options)
+    check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen')
+    check_choice(spec.mia_mode, MIA_MODES, 'MIA mode'); split_rule(spec.split, spec.split_options, spec.heldout_cut)
     fdr = spec.fast_dev_run
     if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
     rb = spec.rehearsal_batch
@@ -210,7 +213,9 @@ class Prepared:
         "The sets of `seed`, drawn by the benchmark's split rule (the paper's: `dataset_splits`), once per seed (the draw is a function of the seed)"
         if seed not in self.drawn:
             s = self.spec
-            self.drawn[seed] = split_rule(s.split, s.split_options)(self.data, self.forget_pct, seed, self.forget_class, **(s.split_options or {}))
+            cut = {} if s.heldout_cut == 'stratified' else {'heldout_cut': s.heldout_cut}   # a rule of one's own may not take it
+            rule = split_rule(s.split, s.split_options, s.heldout_cut)
+            self.drawn[seed] = rule(self.data, self.forget_pct, seed, self.forget_class, **(s.split_options or {}), **cut)
         return self.drawn[seed]
     def checkpoints(self, seed:int, # the run's seed
                     store:Store     # the results store (its checkpoint folder)
@@ -355,6 +360,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
+                **({} if spec.heldout_cut == 'stratified' else dict(heldout_cut=spec.heldout_cut)),   # D_u stops their training
                 **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
                 **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}),
                 **({'views': sorted(data.views)} if data.views else {}),   # rows scored through another pipeline (ImageNet's, as the authors' scripts ran it)
@@ -364,6 +370,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     if spec.retain_draw != 'uniform': rp['retain_draw'] = spec.retain_draw
     if scale != 1: rp['step_scale'] = scale   # the embedded step budget: its rows never mix with the unscaled ones
     if spec.eval_augmented: rp['eval_augmented'] = True
+    if spec.mia_mode != 'eval': rp['mia_mode'] = spec.mia_mode
     if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]

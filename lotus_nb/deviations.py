@@ -43,9 +43,18 @@ DEVIATIONS = [
       'scrub_class.py:61-64 optimises self.model while copies are trained (75-76); returns self.model (133), the original',
       "defect (PROTOCOL 7.2): the published SCRUB column is the Original's (tab:imagenet: SCRUB 1.24/0.94/0.71, Original 1.22/0.94/0.71; the 0.02 is plausibly the preprocessing: the SCRUB column, like every unlearned one, saw Resize(224) first, the Original did not; our ImageNet rows are scored so by default, see 'ImageNet preprocessing')",
       "none (the 'original' row is the published column)", 'defect fixed'),
-    Deviation('Metrics', 'model mode during evaluation', 'eval mode ({lotus_nb.loops.predict})', 'eval mode implied',
-      "unlearn.py:198 calls log_mia first; its collect_prob (helpers/eval.py:250-277) never calls model.eval(), so the MIA sees the mode the method left the model in (train mode for several baselines: BatchNorm statistics overwritten)",
-      'defect (PROTOCOL 7.3)', 'none', 'defect fixed'),
+    Deviation('Metrics', 'model mode during evaluation',
+      'eval mode for every metric, the model left as it came ({lotus_nb.loops.predict}, {lotus_nb.metrics.evaluate})', 'eval mode implied',
+      "unlearn.py:198 calls log_mia first; its collect_prob (helpers/eval.py:250-277) never calls model.eval(), so the MIA sees the mode "
+      "the method left the model in: train for Finetuning, NegGrad+, Random Labeling (naive_unlearning_class.py:63, 89, 130), "
+      "Bad Teacher (bad_teaching_class.py:162), UNSIR (unsir_class.py:161) and SalUn (salun_class.py:154), whose BatchNorm statistics "
+      "move with each one-image pass, and the metrics after it (log_js_proxy sets eval mode, helpers/eval.py:97-98; JSD; the accuracies) "
+      "read the moved model; eval for LoTUS (lotus_class.py:328), LoTUS+SalUn (salun_class.py:288), SCRUB and SSD (the original model, "
+      "never set to train, saved in the eval mode of its last validation pass: train.py:205, 239), the Gold Standard (retrain.py:228, 284) "
+      "and the Original (train.py:247)",
+      'defect (PROTOCOL 7.3)',
+      "mia_mode='authors' (BenchmarkSpec: the rows of {lotus_nb.runner.TRAIN_MODE_METHODS}; evaluate(..., mia_mode='authors'))",
+      'defect fixed'),
     Deviation('Metrics', 'JSD formula', "paper's equation: mean over samples of 0.5 KL(p||m) + 0.5 KL(q||m) (column jsd); the authors' JSDiv always beside it (column jsd_authors, {lotus_nb.metrics.js_authors})", 'section 3 equation',
       'helpers/eval.py:36-62 JSDiv: float32, raw probabilities clamped to [1e-8, 1], each N x K matrix over its global sum, 0.5(KL(m||p)+KL(m||q)) with kl_div batchmean: 1/N x the mean reversed-KL JS; log_js 170-187 (rounded to 6 at 185), called at unlearn.py:207',
       'defect (PROTOCOL 7.4): the value shrinks as 1/N; jsd_authors is the published scale (the paper-shaped tables and compare_published use it)',
@@ -58,8 +67,11 @@ DEVIATIONS = [
     Deviation('Metrics', 'ZRF', '1 - mean per-sample JS(f_un || f_rand) on D_f ({lotus_nb.metrics.zrf})', "Chundawat et al.'s ZRF (a randomly initialised model)",
       'helpers/eval.py:190-223 log_zrf: 1 - JSDiv(f_un, f_gold) on the N x K matrices (the 1/N scale), rounded to 4 (221); never called (no call under src/; unlearn.py:198-207)',
       "Chundawat et al.'s definition; the authors' function is unused and compares with the gold model", 'zrf(p_un, p_other, authors=True)', 'defect fixed'),
-    Deviation('Metrics', 'batch size of metric passes', 'batched (1024) ({lotus_nb.metrics.evaluate})', '-', 'helpers/eval.py:262-268 (collect_prob) batch_size=1',
-      'defect (PROTOCOL 7.7): slow, and BatchNorm in train mode', 'none', 'defect fixed'),
+    Deviation('Metrics', 'batch size of metric passes', 'batched (1024) ({lotus_nb.metrics.evaluate})', '-',
+      'helpers/eval.py:262-268 (collect_prob) batch_size=1: the MIA passes over retain, forget, test and validation '
+      '(302-305), one image each',
+      'defect (PROTOCOL 7.7): slow, and BatchNorm in train mode',
+      "mia_mode='authors' (BenchmarkSpec; evaluate): the MIA's passes one image each, first, in train mode", 'defect fixed'),
     Deviation('Metrics', 'images the metrics score', "clean (eval transforms) for every metric: the accuracies, the three MIAs, JSD, RF-JSD ({lotus_nb.metrics.evaluate}, augmented=())", '-',
       "helpers/data_utils.py:183-205, 160-166, 228-230 (the training sets read with the training transforms), 296-304 (forget and retain: their Subsets); scored augmented by compute_accuracy (unlearn.py:209-213), the MIA (helpers/eval.py:262-268 rebuilds its loader on data_loader.dataset; 302-303), JSD (174: one draw per image, shared by f_un and f_gold) and RF-JSD's forget class means (99-101); a new random draw on every pass",
       'PROTOCOL 3: a reported metric must not change from pass to pass', "evaluate(..., augmented=('forget', 'retain'), augment_seed=); BenchmarkSpec(eval_augmented=True): one seeded draw shared by every metric", 'defect fixed'),
@@ -84,8 +96,12 @@ DEVIATIONS = [
     Deviation('LoTUS', 'rounding and early stop', 'tau_d from exact accuracies, may fall below 1, all epochs run ({lotus_nb.lotus.lotus})', 'Eq. (11), Fig. fig:tau (tau_d < 1 sharpens)',
       'lotus_class.py:296-305: accuracies rounded to 2 decimals by compute_accuracy (helpers/eval.py:32), acc_diff in float, stop once acc_diff <= -0.01 (the float test misses 18 of the 100 one-point gaps, e.g. 0.28 vs 0.29), tau_d = np.exp(alpha*acc_diff); salun_class.py:257-262 (LoTUS+SalUn) the same',
       'PROTOCOL 2', 'authors_stop=True (their float test and tau_d exactly: {lotus_nb.lotus.authors_stop_reached})', 'defect fixed'),
-    Deviation('Data', 'the forget set', 'stratified, seed-dependent 10% (or 50%) ({lotus_nb.splits.make_splits})', '"three seeds, also used to sample various forget sets"',
-      'helpers/data_utils.py:405-410 the first 10% of each class, whatever the seed', 'PROTOCOL 1', 'none', 'defect fixed'),
+    Deviation('Data', 'the forget set', 'stratified, seed-dependent 10% (or 50%) ({lotus_nb.splits.make_splits})',
+      '"three seeds, also used to sample various forget sets"',
+      'helpers/data_utils.py:405-410 the first 10% of each class, whatever the seed (int(n * frac) of each class in index order; '
+      'CIFAR-10, CIFAR-100, TinyImageNet)', 'PROTOCOL 1',
+      "split='first' (BenchmarkSpec; {lotus_nb.splits.first_splits}): each class's first forget_pct, the rest as the 'random' rule",
+      'defect fixed'),
     Deviation('Data', 'the ImageNet forget set', "each seed draws 5 of each class's first 50 training images; the other 45 are retained ({lotus_nb.formats_folders.load_imagenet})",
       '"three seeds, also used to sample various forget sets"; 5,000 forget / 45,000 retain',
       'helpers/data_utils.py:421-461 (_split_data_forget_retain_imagenet): indices[:5] forget, indices[5:50] retain (449-450), whatever the seed',
@@ -194,9 +210,23 @@ DEVIATIONS = [
     Deviation('Data', 'ImageNet classes whose first name another class shares', "each class's own images ({lotus_nb.formats_folders.load_imagenet})", '-',
       "helpers/data_utils.py:440-450: class_to_idx maps each name to the LAST class that has it; indices are drawn by each class's names, so four classes (134 crane -> 517, 358 polecat -> 361, 638 maillot -> 639, 657 missile -> 744) get another class's 5 + 45 images: 4 classes without forget or retain images, 4 with theirs twice (20 duplicated forget, 180 duplicated retain entries)",
       'a defect: forget sets are drawn from every class', "none (a quirk: four classes' images replaced by another's; RF-JSD averages 996 classes, about 0.4% fewer, below the printed precision)", 'defect fixed'),
-    Deviation('Data', 'the unseen/test cut of the held-out split', "stratified_sample(y_heldout, 0.5, seed) ({lotus_nb.splits.make_splits})", '-',
+    Deviation('Data', 'the unseen/test cut of the held-out split',
+      "stratified_sample(y_heldout, 0.5, seed) ({lotus_nb.splits.cut_heldout})", '-',
       'helpers/data_utils.py:245-250 StratifiedShuffleSplit(n_splits=1, test_size=0.5, random_state=seed); val = the "train" half',
-      'the same distribution (stratified halves, seeded); other images for the same seed', "none (sklearn's draw depends on its version)", 'our choice'),
+      "the same distribution (stratified halves, seeded). Where every class has an even count (CIFAR-10, CIFAR-100, TinyImageNet) "
+      "the two are the same images: both take one permutation per class from RandomState(seed), in class order, D_u its first half; "
+      "where a class count is odd they part (sklearn sets each class's share from the halves of the whole split, breaking ties by "
+      "draws of the same generator; ours rounds each class's half). sklearn's draw is theirs where the installed scikit-learn "
+      "draws as theirs did",
+      "heldout_cut='sklearn' (BenchmarkSpec; make_splits, dataset_splits: {lotus_nb.splits.cut_heldout})", 'our choice'),
+    Deviation('Data', 'MUFAC with ViT: order of resize and augmentation',
+      "flip, affine map and colour jitter on the stored 128 x 128 image, then the batch resized to 224 "
+      "(augment='mufac', {lotus_nb.loaders.prepare_batch})", '-',
+      "helpers/data_utils.py:89-98 ('mufac-train': RandomHorizontalFlip, RandomAffine(0, shear=10, scale=(0.8, 1.2)), "
+      "ColorJitter(0.2, 0.2, 0.2)) and 136-141 (is_vit: Resize(224) before every transform): resized first, augmented at 224 x 224",
+      "each batch augmented on the device at its stored size (about a third of the pixels), then resized as every evaluation "
+      "batch is; the same transforms, other pixels (the affine map's nearest-neighbour grid is the stored image's)",
+      "augment='mufac_resized' (BenchmarkSpec; {lotus_nb.augment.augment_batch})", 'our choice'),
     Deviation('Data', 'ImageNet preprocessing', "each row as the authors' script for it: the unlearned rows (and the models they start from) on resize 224, then resize 256, centre crop 224; the Original row on resize 256, centre crop 224, its reference outputs drawn on those ({lotus_nb.formats_folders.load_imagenet} preprocess='authors', ImageData.views, {lotus_nb.runner.seed_context})", 'resize 256, centre crop 224 (PROTOCOL 4)',
       "unlearn_imagenet.py:80-88 is_vit=True -> helpers/data_utils.py:136-141 prepends Resize(224) to the imagenet transform (104-113): the unlearned rows saw Resize(224), Resize(256), CenterCrop(224); original_imagenet.py:65-73 is_vit=False: the Original row saw Resize(256), CenterCrop(224); a blur through a 224-px bottleneck (mean |difference| 3-6 grey levels on two photos)",
       "the code behind the published numbers: its unlearned columns were made otherwise than its Original column (see SCRUB's 'the returned model'); the Original row costs one more reference pass", "BenchmarkSpec('imagenet', data_options={'preprocess': 'one'}): one pipeline, resize 256 and centre crop 224, for every row", 'code over table'),

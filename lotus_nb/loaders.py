@@ -61,12 +61,12 @@ def prepare_batch(xb:torch.Tensor,   # uint8 batch on the device
                   generator,         # CPU torch.Generator of the augmentation's random draws
                   mean:torch.Tensor, # per-channel mean in 0-255 units, 1 x C x 1 x 1 (see norm_tensor)
                   std:torch.Tensor,  # per-channel std in 0-255 units, 1 x C x 1 x 1
-                  size:int=None,     # resize to size x size after augmentation (bilinear); None: keep
+                  size:int=None,     # resize to size x size after augmentation (bilinear; a RESIZED_FIRST kind: before); None: keep
                   channels_last:bool=False, # return channels-last memory format (faster convolutions on CUDA)
                  ) -> torch.Tensor:  # float B x C x H x W (size x size when given), normalised
     "A training or evaluation batch: float, augmented, normalised, resized"
     xb = xb.float()
-    if augment != 'none': xb = augment_batch(xb, augment, generator)
+    if augment != 'none': xb = augment_batch(xb, augment, generator, size)   # a RESIZED_FIRST kind resizes first (the authors')
     xb = (xb - mean)/std
     if size is not None and size != xb.shape[-1]:
         xb = F.interpolate(xb, size=(size, size), mode='bilinear', align_corners=False, antialias=size < xb.shape[-1])

@@ -140,19 +140,20 @@ def counting_steps():
 
 # %% ../nbs/03b_loops.ipynb #950e6d2e
 @torch.no_grad()
-def predict(model:nn.Module,     # run in eval mode; its previous mode is restored
+def predict(model:nn.Module,     # run in eval mode (or train mode, see train); its previous mode is restored
             split,                # a split (or anything as_split accepts); read in order, not augmented (a user's random transform: one fixed draw per item)
             batch_size:int=1024,  # images per forward pass (does not change the result)
             progress:bool=False,  # show a tqdm bar
             augment_seed:int=None, # None: clean images; a seed: the split's training augmentation, drawn with it, in order (our TensorSplit, FileSplit; other splits: clean)
+            train:bool=False,     # True: train mode (BatchNorm by each batch, its running statistics updated: the authors' MIA)
             ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device
-    "Logits (float32) and labels of `model` over `split`, in eval mode, on the model's device"
+    "Logits (float32) and labels of `model` over `split`, in eval mode (train mode with `train`), on the model's device"
     was_training, dev = model.training, model_device(model)
     split = as_split(split)
     if isinstance(split, MemorySplit) and split.x.device != dev: split = split.to(dev)   # a user's tensors: moved once, not per batch
     aug = augment_seed is not None and isinstance(split, (TensorSplit, FileSplit))   # the authors' metrics and tau_d read augmented images
     fast = fast_enabled(dev); batches = split.loader(batch_size, seed=augment_seed, augment=True) if aug else split.loader(batch_size)
-    model.eval(); logits, ys = [], []
+    model.train(train); logits, ys = [], []
     try:
         with cudnn_benchmark(dev, fast):
             for xb, yb, *_ in one_pass(device_batches(batches, dev) if fast else batches, total=n_batches(batches) or None,

@@ -15,11 +15,11 @@ from .model_checks import check_model_fits
 from .loaders import REHEARSAL   # a rehearsal's state: nbs/01d_loaders.ipynb
 
 # %% auto #0
-__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'AUGMENTABLE', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'accuracy', 'entropy',
-           'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc', 'rbf_decision',
-           'js_rows', 'js_authors', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference', 'probs_of',
-           'reference_outputs', 'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool', 'resolve',
-           'evaluate', 'metric_costs']
+__all__ = ['SVC_FEATURES', 'GAP_KEYS', 'AUGMENTABLE', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'MIA_MODES', 'accuracy',
+           'entropy', 'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc',
+           'rbf_decision', 'js_rows', 'js_authors', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference',
+           'probs_of', 'reference_outputs', 'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool',
+           'resolve', 'evaluate', 'metric_costs']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -291,6 +291,19 @@ def resolve(metrics:dict # evaluate's result, possibly with deferred attacks (Fu
     return {k: v.result() if isinstance(v, Future) else v for k, v in metrics.items()}
 
 MIA_NONMEMBERS = ('test+unseen', 'unseen', 'test')   # the entropy MIA's non-member sets: the authors' (test and D_u), ours before, the test set
+MIA_MODES = ('eval', 'authors')   # the entropy MIA's passes: ours (batched, eval mode), or the authors' (first, train mode, one image each)
+
+def _authors_entropies(model:nn.Module, # scored in train mode: its BatchNorm statistics move (helpers/eval.py:250-277)
+                       split,           # read in order, one image a pass
+                       augment_seed,    # None: clean images; a seed: the split's training augmentation (see predict)
+                      ) -> torch.Tensor: # one output entropy per image
+    "The output entropies of `model` over `split` as the authors' collect_prob takes them: in order, batch size 1, train mode"
+    try: logits = predict(model, split, 1, augment_seed=augment_seed, train=True)[0]
+    except ValueError as e:
+        if 'more than 1 value per channel' not in str(e): raise
+        raise ValueError(f"mia_mode='authors' runs the model in train mode one image at a time, and a BatchNorm of this model "
+                         f"then has one value per channel: {e}") from e
+    return entropy(logits.softmax(-1))
 
 @renamed_kwargs(legacy_jsd='authors_jsd')   # the keyword's name until 0.7
 def evaluate(model:nn.Module,           # the model scored: f_un, or a reference model
@@ -305,15 +318,16 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              mia_nonmember:str=None,    # the entropy MIA's non-members (MIA_NONMEMBERS); None: 'test+unseen' (the authors'), 'test' without unseen
              batch_size:int=1024,       # images per forward pass
              authors_jsd:bool=False,    # the public code's JSD formula in the jsd column (see jsd); jsd_authors has it always
-             return_entropies:bool=False, # also return each split's per-sample output entropies
+             return_entropies:bool=False, # also return each split's per-sample output entropies (those the entropy MIA read)
              defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see resolve)
              check_sets:bool=True,       # refuse sets that share items or that the model cannot take; False: unchecked
              augmented=(),               # sets scored through their training augmentation, ('forget', 'retain'): the authors'; (): clean images (ours)
              augment_seed:int=0,         # seeds that one draw, shared by every metric (and by ref's f_gold outputs)
+             mia_mode:str='eval',        # the entropy MIA's passes (MIA_MODES): 'eval'; 'authors': first, train mode, one image each
             ) -> dict:
     "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_authors` (need gold), RF-JSD and `rf_jsd_authors` (need orig), ZRF (needs rand), and the registered ones"
     if mia_nonmember is None: mia_nonmember = 'test' if unseen is None else 'test+unseen'
-    check_choice(mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set')
+    check_choice(mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set'); check_choice(mia_mode, MIA_MODES, 'MIA mode')
     if unseen is None and 'unseen' in mia_nonmember.split('+'):
         raise ValueError(f"mia_nonmember={mia_nonmember!r} needs the unseen set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
     sets = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
@@ -323,14 +337,18 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size, test, augmented, augment_seed)
     elif (ref.gold_forget is not None or ref.rand_forget is not None) and _forget_draw(ref.augmented) != _forget_draw(aug):   # f_gold's and f_un's forget images must be the same
         raise ValueError(f"ref was computed with augmented={ref.augmented or ()}, evaluate asked for {aug or ()}: pass the same augmented and augment_seed to reference_outputs")
+    named = dict(retain=retain, forget=forget, test=test, unseen=unseen)   # the authors' order: helpers/eval.py:302-305
+    mia_ent = None if mia_mode == 'eval' else {   # theirs: before every other metric (unlearn.py:198), on the model itself
+        k: _authors_entropies(model, s, augment_seed if k in augmented else None) for k, s in named.items() if s is not None}
     logits = {name: predict(model, s, batch_size, augment_seed=augment_seed if name in augmented else None) for name, s in
               dict(forget=forget, retain=retain, test=test, unseen=unseen).items() if s is not None}
     out = {k: (l.softmax(-1), y) for k, (l, y) in logits.items()}
     ent = {k: entropy(p) for k, (p, _) in out.items()}
+    if mia_ent is None: mia_ent = ent
     res = {f'acc_{k}': accuracy(p, y) for k, (p, y) in out.items()}
     cpu = lambda t: t.detach().double().cpu()
-    non = torch.cat([ent[k] for k in mia_nonmember.split('+')])                                    # the entropy MIA's non-members
-    attacks = dict(mia=(mia_entropy, [cpu(ent['retain']), cpu(non), cpu(ent['forget'])]),        # their inputs, on the host
+    non = torch.cat([mia_ent[k] for k in mia_nonmember.split('+')])                                    # the entropy MIA's non-members
+    attacks = dict(mia=(mia_entropy, [cpu(mia_ent['retain']), cpu(non), cpu(mia_ent['forget'])]),        # their inputs, on the host
                    mia_loss=(mia_loss_cv, [cpu(F.cross_entropy(*logits[k], reduction='none')) for k in ('forget', 'test')]),
                    mia_svc=(mia_svc, [mia_features(*out[k]) for k in ('retain', 'test', 'forget')]))
     res.update({k: attack_pool().submit(f, *a) if defer_attacks else f(*a) for k, (f, a) in attacks.items()})
@@ -342,7 +360,7 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     if ref.orig_test is not None: res['rf_jsd_authors'] = rf_jsd(pf, yf, ref.orig_test, ref.y_test, authors=True)   # the published scale
     if ref.rand_forget is not None: res['zrf'] = zrf(pf, ref.rand_forget)
     res.update(extra_metrics(logits, ref))
-    if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in ent.items()}
+    if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in mia_ent.items()}
     return res
 
 # %% ../nbs/06_metrics.ipynb #02fe7e46

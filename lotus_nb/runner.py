@@ -16,7 +16,7 @@ from .models import model_input_size, reinit_copy
 from .device import get_device, to_device, precision, precision_of, numerics
 from .training import train_cached
 from .methods import UnlearnTask, unlearn
-from .metrics import evaluate, reference_outputs, avg_gap, resolve
+from .metrics import evaluate, reference_outputs, avg_gap, resolve, MIA_MODES
 from .store import Store, METRICS
 from .benchmark_spec import Prepared, UNSEEN_SOURCES, RUN_ARRAYS
 from .catalog import load_plugins   # the unseen sources and run arrays it looks up: nbs/19a_catalog.ipynb
@@ -24,8 +24,8 @@ from .catalog import load_plugins   # the unseen sources and run arrays it looks
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'STAGES', 'LOADED_KEYS', 'EVAL_UNSEEN', 'measure', 'stage', 'write_stages', 'SeedContext', 'fit_original',
-           'eval_unseen_of', 'seed_context', 'run_seed', 'Unit', 'run_unit']
+__all__ = ['log', 'STAGES', 'LOADED_KEYS', 'TRAIN_MODE_METHODS', 'EVAL_UNSEEN', 'measure', 'stage', 'write_stages', 'mia_mode_of',
+           'SeedContext', 'fit_original', 'eval_unseen_of', 'seed_context', 'run_seed', 'Unit', 'run_unit']
 
 # %% ../nbs/08a_runner.ipynb #3a8f902f
 def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/clear_refs), returning nan
@@ -71,6 +71,14 @@ def write_stages(store,        # the results store, or a Ray worker's (which han
     store.append_stages([dict(benchmark=prep.key, model=prep.spec.model, seed=seed, method_seed=method_seed, fast_dev_run=prep.spec.fast_dev_run, **s) for s in stages])
 
 # %% ../nbs/08a_runner.ipynb #d4fa122e
+TRAIN_MODE_METHODS = ('finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'unsir', 'salun')   # theirs end in train mode
+
+def mia_mode_of(how:str,    # the benchmark's mia_mode (MIA_MODES)
+                method:str, # the row's method; None: a model of no method
+               ) -> str:    # evaluate's mia_mode for the row
+    "evaluate's `mia_mode` for `method`'s row: the authors' passes where their code leaves the model in train mode, else ours"
+    return 'authors' if check_choice(how, MIA_MODES, 'MIA mode') == 'authors' and method in TRAIN_MODE_METHODS else 'eval'
+
 @dataclass
 class SeedContext:
     "Everything one seed of a benchmark works with: its splits, $f_{orig}$ and $f_{gold}$ (cached), the task and the evaluator"
@@ -83,15 +91,18 @@ class SeedContext:
     augmented: tuple = ()  # the sets scored through their training augmentation: ('forget', 'retain') with BenchmarkSpec(eval_augmented=True), else ()
     unseen_eval: object = None # the evaluation's D_u (acc_unseen, the MIA's non-members with the test set, RF-JSD); None: splits['unseen']
     views: dict = field(default_factory=dict) # method -> the SeedContext its row is scored in: the same sets through another pipeline (Prepared.device_views)
+    mia_mode: str = 'eval' # the benchmark's: 'authors' scores the rows of TRAIN_MODE_METHODS with the authors' MIA passes (mia_mode_of)
     def evaluate(self, model,       # the model to score, e.g. an unlearned f_un
                  method:str=None,   # the method whose row this is: one with a view of its own is scored there
                  **kw               # passed on to lotus_nb.metrics.evaluate
                 ) -> dict:
         "The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference outputs, the MIA's non-members the benchmark's"
-        if method in self.views: return self.views[method].evaluate(model, **kw)
+        if method in self.views: return self.views[method].evaluate(model, method, **kw)
         ts = self.splits
+        mode = 'eval' if model is self.f_orig or model is self.f_gold else mia_mode_of(self.mia_mode, method)   # the cached never move
         return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'] if self.unseen_eval is None else self.unseen_eval, ref=self.ref,
-                        **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, 'augmented': self.augmented, 'augment_seed': self.task.seed, **kw})
+                        **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, 'augmented': self.augmented,
+                           'augment_seed': self.task.seed, 'mia_mode': mode, **kw})
 
 def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains its original model)
                  seed:int,           # seeds the training
@@ -143,8 +154,9 @@ def seed_context(prep:Prepared,      # the prepared benchmark
         if prep.spec.unseen != 'heldout': raise ValueError(f"{prep.name}: a view of the data ({m}'s) needs the held-out D_u, not {prep.spec.unseen!r}")
         with stage(f'reference {m}', dev):
             vref = reference_outputs(vs['forget'], vs['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=vs['test'], augmented=aug, augment_seed=seed)
-        views[m] = SeedContext(vs, f_orig, f_gold, task, vref, prep.spec.mia_nonmember, aug)
-    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember, aug, None if ev_unseen is ts['unseen'] else ev_unseen, views)
+        views[m] = SeedContext(vs, f_orig, f_gold, task, vref, prep.spec.mia_nonmember, aug, mia_mode=prep.spec.mia_mode)
+    return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember, aug, None if ev_unseen is ts['unseen'] else ev_unseen, views,
+                       prep.spec.mia_mode)
 
 # %% ../nbs/08a_runner.ipynb #99bfdae8
 def run_seed(prep:Prepared,         # the prepared benchmark

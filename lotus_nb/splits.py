@@ -10,8 +10,9 @@ from .data import ImageData, stratified_sample, uniform_sample
 from .checks import check_choice, check_seed, check_fraction
 
 # %% auto #0
-__all__ = ['SPLIT_RULES', 'per_class_sample', 'Splits', 'make_splits', 'dataset_splits', 'register_split', 'split_rule',
-           'unreported_heldout', 'validation_splits']
+__all__ = ['HELDOUT_CUTS', 'SPLIT_RULES', 'per_class_sample', 'Splits', 'cut_heldout', 'make_splits', 'heldout_sets',
+           'dataset_splits', 'register_split', 'split_rule', 'unreported_heldout', 'validation_splits',
+           'first_of_each_class', 'first_splits']
 
 # %% ../nbs/01b_splits.ipynb #a893c309
 def per_class_sample(y,        # labels, one per item
@@ -38,14 +39,30 @@ class Splits:
         return ' '.join(f"{k}={len(getattr(self,k))}" for k in ('forget','retain','retain_sub','unseen','test'))
 
 # %% ../nbs/01b_splits.ipynb #13d357f3
+HELDOUT_CUTS = ('stratified', 'sklearn')   # the held-out split halved into D_u and test: ours, or scikit-learn's (the authors')
+
+def cut_heldout(y_heldout,                    # labels of the official held-out split
+                seed:int,                     # seeds the cut
+                heldout_cut:str='stratified', # 'stratified' (ours) or 'sklearn' (the authors' StratifiedShuffleSplit)
+               ) -> tuple:                    # (unseen, test): sorted positions into the held-out split, disjoint, covering it
+    "The held-out split halved into $D_u$ and test, class by class: ours, or the authors' scikit-learn cut ($D_u$ its train half)"
+    yh = np.asarray(y_heldout)
+    if check_choice(heldout_cut, HELDOUT_CUTS, 'held-out cut') == 'sklearn':   # helpers/data_utils.py:245-250: val_idx, test_idx
+        from sklearn.model_selection import StratifiedShuffleSplit
+        unseen, test = next(StratifiedShuffleSplit(n_splits=1, test_size=0.5, random_state=seed).split(np.zeros((len(yh), 1)), yh))
+        return np.sort(unseen), np.sort(test)
+    unseen = stratified_sample(yh, 0.5, seed)
+    return unseen, np.setdiff1d(np.arange(len(yh)), unseen)
+
 def make_splits(y_train,               # labels of the official training split
                 y_heldout,             # labels of the official held-out split, halved into unseen and test
                 forget_pct:float=0.1,  # fraction of each class to forget (instance unlearning)
                 seed:int=0,            # draws the forget set, the unseen/test cut and the retain subset
                 forget_class:int=None, # forget this whole class instead (class unlearning)
-                retain_pct:float=0.3): # fraction of the retain set that LoTUS and Bad Teacher see
+                retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
+                heldout_cut:str='stratified'): # how the held-out split is halved (HELDOUT_CUTS): 'stratified' or 'sklearn'
     "The forget/retain/unseen/test index sets of one seed"
-    seed = check_seed(seed); check_fraction(retain_pct, 'retain_pct')
+    seed = check_seed(seed); check_fraction(retain_pct, 'retain_pct'); check_choice(heldout_cut, HELDOUT_CUTS, 'held-out cut')
     y_train, y_heldout = np.asarray(y_train), np.asarray(y_heldout)
     if forget_class is None:
         forget = stratified_sample(y_train, check_fraction(forget_pct, 'forget_pct'), seed)
@@ -56,24 +73,39 @@ def make_splits(y_train,               # labels of the official training split
     if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y_train)} samples)")
     if len(retain) == 0: raise ValueError("the forget set is the whole training set: nothing is left to retain")
     retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
-    unseen = stratified_sample(y_heldout, 0.5, seed)
-    test = np.setdiff1d(np.arange(len(y_heldout)), unseen)
+    unseen, test = cut_heldout(y_heldout, seed, heldout_cut)
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, forget_class)
 
 # %% ../nbs/01b_splits.ipynb #d084d610
+def heldout_sets(data:ImageData,              # a loaded dataset
+                 seed:int=0,                  # draws the two sets (unless fixed)
+                 heldout_cut:str='stratified', # how a held-out split without a rule of its own is halved (HELDOUT_CUTS)
+                ) -> tuple:                   # (unseen, test): positions into the held-out split
+    "The unseen set and test of one seed: the dataset's own (MUFAC's, ImageNet's), else its held-out split halved (`cut_heldout`)"
+    fx, yh = data.fixed or {}, np.asarray(data.y_heldout)
+    if 'unseen' not in fx and 'heldout_per_class' not in fx: return cut_heldout(yh, seed, heldout_cut)
+    if check_choice(heldout_cut, HELDOUT_CUTS, 'held-out cut') != 'stratified':
+        raise ValueError(f"{data.name} has unseen and test sets of its own: heldout_cut={heldout_cut!r} does not apply (only 'stratified')")
+    if 'unseen' in fx: return np.asarray(fx['unseen']), np.asarray(fx['test'])
+    n = fx['heldout_per_class']; unseen = per_class_sample(yh, n, seed)   # heldout_per_class images per class each, drawn with the seed
+    rest = np.setdiff1d(np.arange(len(yh)), unseen)
+    return unseen, np.sort(rest[per_class_sample(yh[rest], n, seed)])
+
 def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule is used when it has one
                    forget_pct:float=0.1,  # fraction of each class to forget; a fixed forget set allows only the paper's 0.1
                    seed:int=0,            # draws the forget set (unless fixed), the retain subset and the unseen/test sets (unless fixed)
                    forget_class:int=None, # class unlearning (not defined on a dataset with its own rule)
                    retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
+                   heldout_cut:str='stratified', # how the held-out split is halved (HELDOUT_CUTS); held-out sets of its own: 'stratified'
                   ) -> Splits:
     "The splits of one seed: the dataset's own rule where it has one (MUFAC, ImageNet), else `make_splits`"
     if len(data.y_train) == 0:
         raise ValueError(f"{data.name} has no training split: it is an unseen set only (use `unseen_split`)")
-    if data.fixed is None: return make_splits(data.y_train, data.y_heldout, forget_pct, seed, forget_class, retain_pct)
+    if data.fixed is None: return make_splits(data.y_train, data.y_heldout, forget_pct, seed, forget_class, retain_pct, heldout_cut)
     seed = check_seed(seed); check_fraction(retain_pct, 'retain_pct')
     if forget_class is not None: raise ValueError(f"{data.name} has its own split rule: class unlearning is not defined on it")
-    fx, y, yh = data.fixed, np.asarray(data.y_train), np.asarray(data.y_heldout)
+    check_choice(heldout_cut, HELDOUT_CUTS, 'held-out cut')
+    fx, y = data.fixed, np.asarray(data.y_train)
     if 'forget' in fx:                      # a fixed forget set: MUFAC, ImageNet with forget_rule='first'
         if forget_pct not in (None, 0.1): raise ValueError(f"{data.name} has a fixed forget set (the paper's 10% benchmark); forget_pct={forget_pct} is not available")
         forget, retain = np.sort(fx['forget']), np.sort(fx['retain'])
@@ -82,10 +114,7 @@ def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule 
         if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y)} samples)")
         retain = np.setdiff1d(np.arange(len(y)), forget)
     retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
-    if 'unseen' in fx: unseen, test = np.asarray(fx['unseen']), np.asarray(fx['test'])
-    else:                                   # heldout_per_class images per class each, drawn with the seed
-        n = fx['heldout_per_class']; unseen = per_class_sample(yh, n, seed)
-        rest = np.setdiff1d(np.arange(len(yh)), unseen); test = np.sort(rest[per_class_sample(yh[rest], n, seed)])
+    unseen, test = heldout_sets(data, seed, heldout_cut)
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
 
 # %% ../nbs/01b_splits.ipynb #a044bd05
@@ -101,16 +130,20 @@ def register_split(name:str # the name BenchmarkSpec.split takes
 
 register_split('random')(dataset_splits)
 
-def split_rule(name:str,         # a registered rule: 'random' (the paper's), 'validation', ...
-               options:dict=None # the rule's options; None: none
+def split_rule(name:str,         # a registered rule: 'random' (the paper's), 'validation', 'first', ...
+               options:dict=None, # the rule's options; None: none
+               heldout_cut:str='stratified', # the benchmark's held-out cut (HELDOUT_CUTS): another needs a rule that takes it
               ):
-    "The rule `name`, with `options` checked against what it takes (unknown names and options are refused, naming the valid ones)"
+    "The rule `name`, with `options` and `heldout_cut` checked against what it takes (the unknown refused, naming the valid ones)"
     import inspect
     load_plugins(); f = SPLIT_RULES[check_choice(name, SPLIT_RULES, 'split rule')]
     if options is not None and not isinstance(options, dict): raise ValueError(f"split_options must be a dict {{name: value}}, got {options!r}")
-    takes = [p for p in list(inspect.signature(f).parameters)[5:]]
+    params = list(inspect.signature(f).parameters)
+    takes = [p for p in params[5:] if p != 'heldout_cut']   # heldout_cut: the benchmark's field, not an option
     if bad := sorted(set(options or {}) - set(takes)):
         raise ValueError(f"split rule {name!r} takes no option {', '.join(bad)}; its options: {', '.join(takes) or 'none'}")
+    if check_choice(heldout_cut, HELDOUT_CUTS, 'held-out cut') != 'stratified' and 'heldout_cut' not in params:
+        raise ValueError(f"split rule {name!r} takes no heldout_cut: it cuts the held-out split its own way ('stratified' only)")
     return f
 
 def unreported_heldout(y_heldout,          # labels of the held-out split
@@ -140,14 +173,15 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
                       retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
                       exclude_seeds=(),      # the reported seeds: no image of their forget sets, nor of their test sets, is drawn
                       heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut for the seed
+                      heldout_cut:str='stratified', # the reported benchmark's held-out cut (HELDOUT_CUTS): its test sets kept out
                      ) -> Splits:
     "A forget set of the reported size per class outside every forget set of `exclude_seeds`, unseen and test sets outside all their test sets"
     seed = check_seed(seed); exclude = [check_seed(s) for s in exclude_seeds]
     check_choice(heldout, ('unreported', 'paper'), 'held-out rule')
     if forget_class is not None: raise ValueError("the validation rule draws instance forget sets: a class has only one forget set")
     if seed in exclude: raise ValueError(f"the validation seed {seed} is a reported seed ({exclude}): choose another")
-    base = dataset_splits(data, forget_pct, seed, None, retain_pct)
-    reported = [dataset_splits(data, forget_pct, s, None, retain_pct) for s in exclude]
+    base = dataset_splits(data, forget_pct, seed, None, retain_pct, heldout_cut)
+    reported = [dataset_splits(data, forget_pct, s, None, retain_pct, heldout_cut) for s in exclude]
     y = np.asarray(data.y_train); taken = np.zeros(len(y), bool)
     for r in reported: taken[r.forget] = True
     rng, forget = np.random.RandomState([seed, 1]), []
@@ -159,4 +193,32 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
     retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
     if heldout == 'paper': unseen, test = base.unseen, base.test
     else: unseen, test = unreported_heldout(data.y_heldout, [r.test for r in reported], seed, (data.fixed or {}).get('heldout_per_class'))
+    return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)
+
+# %% ../nbs/01b_splits.ipynb #993b16aa
+def first_of_each_class(y,          # labels, one per item
+                        frac:float, # share of each class taken: its first int(frac * n) items
+                       ) -> np.ndarray: # sorted positions into y
+    "Each class's first `int(frac * n)` positions of the labels `y`, in index order (n: the class's count): the authors' forget set"
+    y = np.asarray(y)
+    if not len(y): return np.array([], dtype=int)
+    return np.sort(np.concatenate([np.flatnonzero(y == c)[:int(frac*(y == c).sum())] for c in np.unique(y)]))
+
+@register_split('first')
+def first_splits(data:ImageData,       # a loaded dataset
+                 forget_pct:float=0.1,  # fraction of each class to forget: its first int(forget_pct * n) training images
+                 seed:int=0,            # draws the retain subset and the unseen/test sets; the forget set does not depend on it
+                 forget_class:int=None, # class unlearning: the whole class, as the 'random' rule
+                 retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
+                 heldout_cut:str='stratified', # how the held-out split is halved (HELDOUT_CUTS), as the 'random' rule
+                ) -> Splits:
+    "The 'random' rule's sets, but each class's first `forget_pct` of training images forgotten, whatever the seed (the authors')"
+    if forget_class is not None: return dataset_splits(data, forget_pct, seed, forget_class, retain_pct, heldout_cut)
+    if len(data.y_train) == 0: raise ValueError(f"{data.name} has no training split: it is an unseen set only (use `unseen_split`)")
+    seed = check_seed(seed); check_fraction(retain_pct, 'retain_pct'); y = np.asarray(data.y_train)
+    forget = first_of_each_class(y, check_fraction(forget_pct, 'forget_pct'))   # helpers/data_utils.py:405-410
+    if len(forget) == 0: raise ValueError(f"the forget set is empty (forget_pct={forget_pct} of {len(y)} samples)")
+    retain = np.setdiff1d(np.arange(len(y)), forget)
+    retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
+    unseen, test = heldout_sets(data, seed, heldout_cut)
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, None)

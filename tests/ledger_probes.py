@@ -11,8 +11,8 @@ from torch.utils.data import TensorDataset, Subset
 from PIL import Image
 from lotus_nb.deviations import Deviation, stand_in_rows
 from lotus_nb.data import ImageData, load_dataset
-from lotus_nb.splits import dataset_splits, validation_splits
-from lotus_nb.models import create_model, model_arch
+from lotus_nb.splits import dataset_splits, validation_splits, split_rule
+from lotus_nb.models import create_model, model_arch, model_input_size
 from lotus_nb.device import precision, precision_of, autocast
 from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit, val_loss_of
 from lotus_nb.methods import UnlearnTask, method_config
@@ -68,9 +68,23 @@ def mia_sets(synthetic:bool=False): # a model that passes its inputs through: th
     sets = dict(forget=rows(300, 0, 8), retain=rows(600, 5, 8), test=rows(300, 0, 3), unseen=rows(300, 2, 5))
     return (ident, sets, rows(300, 6, 8)) if synthetic else (ident, sets)   # a synthetic D_u of confident rows, unlike the held-out one
 
+def bn_net(): # a small convolutional network with BatchNorm, in eval mode, for flip_sets' 8 x 8 images
+    torch.manual_seed(0)
+    layers = nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 4)
+    return nn.Sequential(*layers).eval()
+
 def _metric_probes() -> dict:
     "Probes of the metric switches: each metric by default and switched, on the same fixed outputs"
     p, q, y = _probs()
+    def mia_mode(mode):   # a BatchNorm network's Finetuning row, scored by the runner's SeedContext: its statistics moved? its MIA
+        m, s = bn_net(), flip_sets()[1]; before = m[1].running_mean.clone()
+        mia = SeedContext(s, None, None, SimpleNamespace(seed=0), Reference(), mia_mode=mode).evaluate(m, 'finetune')['mia']
+        return not torch.equal(before, m[1].running_mean), round(float(mia), 4)
+    def smallest_batch(mode):   # the smallest batch a forward pass of evaluate gives the model (flip_sets: 15 to 30 images a set)
+        m, seen = bn_net(), []; h = m.register_forward_hook(lambda mod, i, o: seen.append(len(i[0])))
+        try: evaluate(m, **flip_sets()[1], mia_mode=mode, check_sets=False)
+        finally: h.remove()
+        return min(seen)
     def mia():
         m, s = mia_sets(); return evaluate(m, **s)['mia'], evaluate(m, **s, mia_nonmember='unseen')['mia']
     def mia_c():
@@ -88,6 +102,8 @@ def _metric_probes() -> dict:
             ('Metrics', "entropy MIA's non-members"): mia,
             ('Metrics', "entropy MIA's logistic regression"): mia_c,
             ('Metrics', "the metrics' D_u with a synthetic D_u"): eval_unseen,
+            ('Metrics', 'model mode during evaluation'): lambda: (mia_mode('eval'), mia_mode('authors')),
+            ('Metrics', 'batch size of metric passes'): lambda: (smallest_batch('eval'), smallest_batch('authors')),
             ('Metrics', 'images the metrics score'): lambda: (lambda m, s: (evaluate(m, **s)['acc_forget'], evaluate(m, **s, augmented=('forget', 'retain'))['acc_forget']))(*flip_sets())}
 
 def _setup_probes() -> dict:
@@ -112,12 +128,19 @@ def _setup_probes() -> dict:
         g = torch.Generator().manual_seed(0)
         forget, retain = (TensorDataset(torch.randn(n, 3, generator=g), torch.arange(n) % 4) for n in (8, 100))
         return tuple(np.bincount(UnlearnTask(forget, retain, seed=3, **kw).retain_subset().labels.numpy(), minlength=4).tolist())
+    def vit_mufac(augment='default'):   # a ViT's first MUFAC training batch (four 8 x 8 checkerboards): its mean pixel
+        kind, size = benchmark_augment('mufac', 'vit_b_16', augment), model_input_size('vit_b_16')
+        board = ((torch.arange(8)[:, None] + torch.arange(8)) % 2*255).to(torch.uint8).expand(4, 3, 8, 8).clone()
+        split = TensorSplit(board, torch.zeros(4, dtype=torch.long), np.arange(4), kind, size=size)
+        xb = next(iter(split.loader(4, train=True, seed=1)))[0]
+        return kind, round(float(xb.mean()), 4)
     def numerics(mode):           # what a pass on CUDA would run in, and whether a bf16 region would be built (building one without CUDA only warns)
         with precision(mode), warnings.catch_warnings():
             warnings.simplefilter('ignore'); return precision_of('cuda'), isinstance(autocast('cuda'), torch.autocast)
     return {('Models', 'ResNet18 network'): lambda: (pool('resnet18'), pool('resnet18_tv')),
             ('Data', 'CIFAR-10/100 augmentation, ResNet18'): lambda: (benchmark_augment('cifar10', 'resnet18'), benchmark_augment('cifar10', 'resnet18', 'crop_flip')),
             ('Data', 'CIFAR-10/100 augmentation, ViT'): lambda: (benchmark_augment('cifar100', 'vit_b_16'), benchmark_augment('cifar100', 'vit_b_16', 'crop_flip')),
+            ('Data', 'MUFAC with ViT: order of resize and augmentation'): lambda: (vit_mufac(), vit_mufac('mufac_resized')),
             ('Data', 'TinyImageNet augmentation, ResNet18'): lambda: (benchmark_augment('tinyimagenet', 'resnet18'), benchmark_augment('tinyimagenet', 'resnet18', 'flip')),
             ('Training', 'recipe of f_orig and f_gold, ResNet18'): lambda: (lrs(RECIPES['resnet']), lrs(OUR_RECIPES['resnet'])),
             ('Training', 'recipe of f_orig and f_gold, ViT'): lambda: (lrs(RECIPES['vit']), lrs(OUR_RECIPES['vit'])),
@@ -235,6 +258,13 @@ def _benchmark_probes() -> dict:
         reported = np.concatenate([dataset_splits(d, 0.1, s).test for s in seeds])
         shared = lambda **o: int(np.intersect1d(validation_splits(d, 0.1, 0, exclude_seeds=seeds, **o).test, reported).size)
         return shared(), shared(heldout='paper')
+    toy = ImageData('toy', torch.zeros(400, 1, 4, 4, dtype=torch.uint8), torch.arange(400) % 4,
+                    torch.zeros(401, 1, 4, 4, dtype=torch.uint8), torch.arange(401) % 4, list('abcd'))   # held out: 101, 100, 100, 100
+    def forget_sets(rule):   # whether seeds 1 and 2 draw the same forget set under the rule, and seed 1's first positions
+        a, b = (split_rule(rule)(toy, 0.1, s).forget for s in (1, 2))
+        return bool(np.array_equal(a, b)), tuple(a[:4].tolist())
+    def cut(c):   # seed 3's unseen positions among the first 20 held-out images
+        u = split_rule('random', None, c)(toy, 0.1, 3, heldout_cut=c).unseen; return tuple(u[u < 20].tolist())
     def inputs():   # an UnlearnTask whose forget set is inside its retain set
         tds = TensorDataset(torch.randn(20, 1, 8, 8), torch.arange(20) % 4)
         def make(**kw):
@@ -250,6 +280,8 @@ def _benchmark_probes() -> dict:
             return sum(issubclass(x.category, MemorisationWarning) for x in w)
         return count(), count(check_sets=False)
     return {('Data', 'the ImageNet forget set'): imagenet,
+            ('Data', 'the forget set'): lambda: (forget_sets('random'), forget_sets('first')),
+            ('Data', 'the unseen/test cut of the held-out split'): lambda: (cut('stratified'), cut('sklearn')),
             ('Data', 'ImageNet preprocessing'): lambda: (pipelines(), pipelines(preprocess='one')),
             ('Inputs', 'a forget set the model never memorised'): memorised,
             ('Benchmarks', 'ImageNet batch size'): lambda: overridden('imagenet', 'lotus', 'batch_size', 32),
