@@ -15,7 +15,7 @@ from .checks import optional_import, check_choice
 from .device import get_device
 from .checkpoints import cache_key
 from .store import Store, atomic_write, row_id, REHEARSAL_DIR, mark_rehearsal, rehearsal_note
-from .loaders import REHEARSAL, rehearsal
+from .loaders import rehearsal
 from .methods import list_methods, is_reference, display_name, role_method
 from .paper_tables import report_tables, table_hyperparams
 from .report import save_table, plot_tau_trace, plot_entropy
@@ -364,12 +364,11 @@ def rehearse(out_dir,          # the notebook's out_dir
              fast_dev_run:int, # batches per pass; 0: the real run (nothing changes)
              rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size; None: the real sizes
             ) -> str: # the out_dir the notebook writes to from here: out_dir/rehearsal, marked
-    "For a notebook's process: from here on a rehearsal of `fast_dev_run` batches (every loader made, every `run_grid` of this process), in out_dir/rehearsal"
+    "A notebook's rehearsal of `fast_dev_run` batches: out_dir/rehearsal, marked, so that every `run_grid` writing there rehearses (its store says so, not the process)"
     path = rehearsal_paths(out_dir, fast_dev_run)   # fast_dev_run checked
     with rehearsal(fast_dev_run, rehearsal_batch): pass   # rehearsal_batch checked
     if not fast_dev_run: return out_dir
     mark_rehearsal(Store(path), fast_dev_run, rehearsal_batch)
-    REHEARSAL.update(batches=fast_dev_run, max_batch=rehearsal_batch or 0)
     log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass" + (f" of at most {rehearsal_batch} images (rehearsal_batch: a CPU cap, not the real batch sizes)" if rehearsal_batch else ' of its real batch size')
                 + f", in {path}: {rehearsal_note(fast_dev_run, rehearsal_batch)}")
     return str(path)
@@ -393,14 +392,15 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
              tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
-             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (set by rehearse), else 0
-             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: this process's (set by rehearse), else the real sizes
+             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: out_dir's, as rehearse marked it, else 0
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: out_dir's, as rehearse marked it, else the real sizes
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)
-    if fast_dev_run is None: fast_dev_run = REHEARSAL['batches']
-    if rehearsal_batch is None and fast_dev_run: rehearsal_batch = REHEARSAL['max_batch'] or None
+    marked = Store(out_dir)   # a store marked by rehearse (or by a rehearsal before): a rehearsal's
+    if fast_dev_run is None: fast_dev_run = marked.rehearsal
+    if rehearsal_batch is None and fast_dev_run: rehearsal_batch = marked.rehearsal_batch
     out_dir, cache_dir, specs = rehearsal_paths(out_dir, fast_dev_run), rehearsal_paths(cache_dir, fast_dev_run), list(specs)
     specs = [dataclasses.replace(s, fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch) if fast_dev_run else s for s in specs]
     store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))   # an unknown tracker, or its package missing: refused here
