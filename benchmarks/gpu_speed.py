@@ -38,7 +38,7 @@ from lotus_nb.splits import make_splits
 from lotus_nb.loaders import tensor_splits
 from lotus_nb.user_data import DatasetSplit
 from lotus_nb.models import create_model, model_arch, model_input_size, reinit_copy
-from lotus_nb.training import (FAST_STATS, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
+from lotus_nb.training import (path_stats, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
                                model_device)
 from lotus_nb.methods import UnlearnTask, unlearn, method_config
 from lotus_nb.lotus import lotus_loss, lotus_unlearn
@@ -182,11 +182,11 @@ def flops_per_sample(kind, model, shape:Shape, cfg, dev, size=None, batch=2) -> 
 
 def run_method(name, f_orig, task, arch, mode, graphs='auto', **overrides) -> dict:
     "One `unlearn` call with the fast path `mode`: its time and the steps each path ran"
-    FAST_STATS.clear(); cpu0 = time.process_time()
-    with fast_path(mode, graphs=graphs, **(dict(warmup=1) if graphs == 'emulate' else {})):   # emulated: replays from the 2nd full batch
+    cpu0 = time.process_time()
+    with path_stats() as counted, fast_path(mode, graphs=graphs, **(dict(warmup=1) if graphs == 'emulate' else {})):   # emulated: replays from the 2nd full batch
         r = unlearn(name, f_orig, task, arch=arch, progress=False, **overrides)
     cpu = time.process_time() - cpu0
-    st = dict(FAST_STATS)
+    st = dict(counted)
     steps = '/'.join(str(st.get(k, 0)) for k in ('graph_steps', 'warm_steps', 'eager_steps', 'plain_steps'))
     return dict(time_s=r.record['time_min']*60, cpu_s=cpu, steps=steps, captures=st.get('captures', 0), capture_failures=st.get('capture_failures', 0),
                 epochs_run=len(r.record.get('trace', [])) or r.record['config']['epochs'])
@@ -284,10 +284,9 @@ def agreement_checks(dev) -> list:
     ts, m = synthetic_splits(shape, dev), make_model('resnet18_small', shape, dev)
     flat = lambda mod: torch.cat([v.detach().float().flatten() for v in mod.state_dict().values()])
     def run(name, mode, graphs):
-        FAST_STATS.clear()
-        with fast_path(mode, graphs=graphs, min_graph_steps=1, warmup=1):   # SCRUB's max pass: 2 full batches in 2 epochs
+        with path_stats() as counted, fast_path(mode, graphs=graphs, min_graph_steps=1, warmup=1):   # SCRUB's max pass: 2 full batches in 2 epochs
             r = unlearn(name, m, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=0, num_classes=shape.classes), progress=False, epochs=2)
-        return r.model, dict(FAST_STATS)
+        return r.model, dict(counted)
     graphs, out = (True if dev.type == 'cuda' else 'emulate'), []
     def check(what, a, b, limit, st):
         rel = ((flat(a) - flat(b)).norm()/(flat(b) - flat(m)).norm()).item()

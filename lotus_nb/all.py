@@ -62,6 +62,7 @@ from lotus_nb.deviations import *
 from lotus_nb.lotus_salun import *
 from lotus_nb.paper_tables import *
 from lotus_nb.ablation_study import *
+from lotus_nb.reporting import *
 from lotus_nb.grid import *
 from lotus_nb.published import *
 from lotus_nb.benchmark import *

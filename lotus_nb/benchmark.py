@@ -53,7 +53,7 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   augment='default',         # augmentation of f_orig and f_gold; 'default': the authors' for the dataset and model, else an AUGMENTS kind
                   mia_nonmember:str='test+unseen', # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
                   tracking=None,             # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
-                  fast_dev_run:int=None,     # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (grid.rehearse), else 0
+                  fast_dev_run:int=None,     # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: out_dir's, as grid.rehearse marked it, else 0
                   rehearsal_batch:int=None,  # a CPU rehearsal's cap on every batch's size (said in captions); None: the real sizes
                  ) -> Benchmark:
     "Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures: `run_grid` of this one benchmark, in this process"

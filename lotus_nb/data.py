@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_data.ipynb #00c72841
 from __future__ import annotations
-import collections, copy, logging, math, multiprocessing, os
+import collections, contextvars, copy, logging, math, multiprocessing, os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,7 +192,7 @@ def dataset_defaults(name:str, # a registered dataset, e.g. 'cifar10'
 # %% ../nbs/01_data.ipynb #0f8ada6f
 HOW_TO_GET = Registry('how to get')   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
 
-ONLY_ROOT = [False]   # set by load_dataset(only_root=True) while it loads: data_dirs(root) is root alone
+ONLY_ROOT = contextvars.ContextVar('lotus_nb_only_root', default=False)   # True while load_dataset(only_root=True) loads: data_dirs(root) is root alone
 
 def user_cache() -> Path:
     "lotus_nb's folder in the user's cache, `${XDG_CACHE_HOME:-~/.cache}/lotus_nb` (downloads in data/, image hashes in phash/)"
@@ -202,7 +202,7 @@ def data_dirs(root=None, # folder searched first; None: only $LOTUS_DATA and the
              ) -> list:  # Path folders in search order, without repeats; they need not exist
     "Where datasets are looked for, in order: `root`, `$LOTUS_DATA`, then the cache `${XDG_CACHE_HOME:-~/.cache}/lotus_nb/data`"
     cache = user_cache()/'data'
-    if root is not None and ONLY_ROOT[0]: return [Path(root).expanduser()]   # load_dataset(only_root=True): root or nothing
+    if root is not None and ONLY_ROOT.get(): return [Path(root).expanduser()]   # load_dataset(only_root=True): root or nothing
     out = []
     for d in (root, os.environ.get('LOTUS_DATA') or None, cache):
         if d is not None and Path(d).expanduser() not in out: out.append(Path(d).expanduser())
@@ -288,9 +288,9 @@ def _stamp(root) -> tuple:
 
 def _made(f, name, root, download, only_root, options, img_size, train_size, in_memory):
     "What `f` reads for these arguments, with the dataset's defaults, the training subset, the image size and the memory choice applied"
-    ONLY_ROOT[0] = only_root
+    token = ONLY_ROOT.set(only_root)   # for this call's readers alone (a context variable: not another caller's, nor another thread's)
     try: d = f(root=root, download=download, **options)
-    finally: ONLY_ROOT[0] = False
+    finally: ONLY_ROOT.reset(token)
     d = copy.copy(d); d.notes = dict(d.notes); dflt = f.defaults   # the reader's own object is not changed
     if dflt.augment is not None: d.augment = dflt.augment
     if dflt.mean is not None: d.mean, d.std = dflt.mean, dflt.std

@@ -9,16 +9,14 @@ from concurrent.futures import ProcessPoolExecutor, wait, FIRST_COMPLETED
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
-import matplotlib.pyplot as plt
 from .data import dataset_defaults
 from .checks import optional_import, check_choice
 from .device import get_device
 from .checkpoints import cache_key
 from .store import Store, atomic_write, row_id, REHEARSAL_DIR, mark_rehearsal, rehearsal_note
-from .loaders import REHEARSAL, rehearsal
-from .methods import list_methods, is_reference, display_name, role_method
-from .paper_tables import report_tables, table_hyperparams
-from .report import save_table, plot_tau_trace, plot_entropy
+from .loaders import rehearsal
+from .methods import is_reference
+from .reporting import Benchmark, Subscriber, TablesFigures, Tracking, emit, benchmark_rows, collect_benchmark, entropy_figure_methods
 from .tracking import make_tracker
 from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds, check_weights,
                                 benchmark_name)
@@ -32,8 +30,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
            'executor_options', 'check_workers', 'auto_workers', 'split_units', 'run_local', 'check_nodes', 'run_ray',
-           'Benchmark', 'entropy_figure_methods', 'collect_benchmark', 'rehearsal_paths', 'rehearse', 'find_benchmark',
-           'run_grid']
+           'rehearsal_paths', 'rehearse', 'check_subscribers', 'find_benchmark', 'run_grid']
 
 # %% ../nbs/20_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -64,8 +61,13 @@ class GridPlan:
     seeds: list                                  # the seeds every benchmark runs (checked)
     units: list                                  # the Units with rows still to produce (runner chapter)
     missing: dict = field(default_factory=dict)  # key -> (spec, why its data is absent)
+    subscribers: list = field(default_factory=list)  # the listeners of the grid's events (reporting.Subscriber)
     @property
     def rows(self) -> int: return sum(u.rows for u in self.units)
+    def stored(self, store:Store, bench:int, rows:list):
+        "Tell the subscribers that a unit of benchmark `bench` (an index of preps) stored `rows`: on_row for each, then on_unit_end"
+        for r in rows: emit(self.subscribers, 'on_row', store, self.preps[bench], r)
+        emit(self.subscribers, 'on_unit_end', store, self.preps[bench], rows)
 
 def missing_key(spec:BenchmarkSpec # a resolved spec whose data is absent
                ) -> str:
@@ -171,8 +173,10 @@ def run_local(plan:GridPlan,      # from plan_grid
     line = lambda name: (lambda r: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
     if workers == 1 or len(plan.units) == 1:
         for u in plan.units:
-            p = plan.preps[u.bench]
-            run_unit(p, u, store, device, progress, threads, on_row=line(p.name))
+            p, rows = plan.preps[u.bench], []
+            def on_row(r, say=line(p.name), p=p, rows=rows): rows.append(r); say(r); emit(plan.subscribers, 'on_row', store, p, r)   # live
+            run_unit(p, u, store, device, progress, threads, on_row=on_row)
+            emit(plan.subscribers, 'on_unit_end', store, p, rows)
         return
     ctx = multiprocessing.get_context('spawn')   # a fresh interpreter: no lock or thread of this one is copied into it
     ex = ProcessPoolExecutor(workers, mp_context=ctx)
@@ -186,10 +190,11 @@ def run_local(plan:GridPlan,      # from plan_grid
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 u, pieces = todo[f]
-                for r in f.result(): line(plan.preps[u.bench].name)(r)   # a failed unit's error is raised here
+                rows = f.result()   # a failed unit's error is raised here
+                for r in rows: line(plan.preps[u.bench].name)(r)
+                plan.stored(store, u.bench, rows)
                 for v in pieces: g = submit(v); todo[g] = (v, []); pending.add(g)
     finally: ex.shutdown(wait=True, cancel_futures=True)   # after a failure: the running units finish (their rows kept), the others never start
-    store.track()   # the workers' stores have no tracker: the rows they wrote are logged here
 
 # %% ../nbs/20_grid.ipynb #75ea91d8
 def _check_ray(num_cpus=1, threads=1, storage=None, **_):
@@ -287,63 +292,12 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
             for name, blob in out['checkpoints'].items(): _keep(store.checkpoints/name, blob)
             for ident, record, arrays in out['records']: store.write_record(ident, record, arrays)
             store.append_stages(out['stages'])
+            new = []
             for row in out['rows']:
                 if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is kept"); continue
+                new.append(row)
                 if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row_summary(row)} (Ray node {out['node']})")
-
-# %% ../nbs/20_grid.ipynb #171d939e
-@dataclass
-class Benchmark:
-    "What `run_benchmark` produced: the rows of this benchmark, its tables and figure paths"
-    results: pd.DataFrame                        # this benchmark's rows of the store
-    tables: dict = field(default_factory=dict)   # 'avg_gap', 'avg_gap_supp', 'hyperparams' -> table
-    figures: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> path of the PNG
-    name: str = ''                                # benchmark_name, e.g. 'digits_resnet18_tiny_forget10'
-    missing: str = ''    # why the benchmark could not run (its data is absent), or ''
-    spec: object = None  # the (resolved) BenchmarkSpec it ran
-    key: str = ''        # name and bench_id: what its tables and figures are named after
-    plotted: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> the data each figure drew (seed -> trace; method -> split -> entropies)
-
-# %% ../nbs/20_grid.ipynb #d61d2e4f
-def entropy_figure_methods() -> tuple: # registry names
-    "The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two methods the figure names"
-    return (role_method('original'), role_method('gold'), 'random_label', 'lotus')
-
-def collect_benchmark(store:Store,     # the results store: rows and records are read, tables/ and figures/ written
-                      prep:Prepared,   # the prepared benchmark (selects its rows)
-                      methods,         # registry names to report
-                      seeds=None,      # the seeds to report; None: every seed the store holds for this benchmark
-                      write:bool=True  # write the tables and figures; False: the rows only
-                     ) -> Benchmark:
-    "Tables and figures of one benchmark from its rows and run records in `store`"
-    df = store.read()
-    want = {prep.ident(m, 0)[:-2] for m in methods}
-    keep = [row_id(r, False) in want and (seeds is None or int(r['seed']) in seeds) for _, r in df.iterrows()]
-    df = df[keep].reset_index(drop=True)
-    b = Benchmark(df, name=prep.name, spec=prep.spec, key=prep.key)
-    if not len(df) or not write: return b
-    b.tables.update(report_tables(df))   # the paper's shape, and every method and metric in the _extra tables
-    unlearners = [m for m in methods if not is_reference(m)]
-    if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners, prep.kind)
-    note = rehearsal_note(prep.spec.fast_dev_run, prep.spec.rehearsal_batch)   # a rehearsal's tables and figures say so
-    for k, t in b.tables.items():
-        paths = save_table(t, store.tables, f'{b.key}_{k}')
-        if note: paths['md'].write_text(f"{note}\n\n" + paths['md'].read_text()); paths['tex'].write_text(f"% {note}\n" + paths['tex'].read_text())
-    store.figures.mkdir(parents=True, exist_ok=True)
-    def save(k, fig):
-        if note: fig.suptitle(note, color='red')
-        b.figures[k] = store.figures/f'{b.key}_{k}.png'; fig.savefig(b.figures[k], dpi=120); plt.close(fig)
-    run_seeds = sorted(set(df.seed.astype(int)))
-    for m in [m for m in list_methods() if m in methods]:
-        recs = {s: prep.record(store, m, s) for s in run_seeds}
-        traces = {s: r['trace'] for s, r in recs.items() if r and r.get('trace') and 'tau_d' in r['trace'][0]}
-        if traces: b.plotted['tau_trace'] = traces; save('tau_trace', plot_tau_trace(traces, f'{display_name(m)} on {b.name}')); break
-    s0 = run_seeds[0]
-    ents = {m: e for m in entropy_figure_methods() if m in methods and (e := prep.entropies(store, m, s0)) is not None}
-    if ents: b.plotted['entropy'] = ents; save('entropy', plot_entropy(ents, f'Prediction entropy, {b.name}, seed {s0}'))
-    store.track_benchmark(row_id(df.iloc[0]), [p for k in b.tables for p in sorted(store.tables.glob(f'{b.key}_{k}.*'))] + list(b.figures.values()),
-                          {'key': b.key, **dataclasses.asdict(prep.spec)})
-    return b
+            plan.stored(store, i, new)
 
 # %% ../nbs/20_grid.ipynb #15a6d5b0
 from lotus_nb.checks import renamed
@@ -364,15 +318,21 @@ def rehearse(out_dir,          # the notebook's out_dir
              fast_dev_run:int, # batches per pass; 0: the real run (nothing changes)
              rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size; None: the real sizes
             ) -> str: # the out_dir the notebook writes to from here: out_dir/rehearsal, marked
-    "For a notebook's process: from here on a rehearsal of `fast_dev_run` batches (every loader made, every `run_grid` of this process), in out_dir/rehearsal"
+    "A notebook's rehearsal of `fast_dev_run` batches: out_dir/rehearsal, marked, so that every `run_grid` writing there rehearses (its store says so, not the process)"
     path = rehearsal_paths(out_dir, fast_dev_run)   # fast_dev_run checked
     with rehearsal(fast_dev_run, rehearsal_batch): pass   # rehearsal_batch checked
     if not fast_dev_run: return out_dir
     mark_rehearsal(Store(path), fast_dev_run, rehearsal_batch)
-    REHEARSAL.update(batches=fast_dev_run, max_batch=rehearsal_batch or 0)
     log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass" + (f" of at most {rehearsal_batch} images (rehearsal_batch: a CPU cap, not the real batch sizes)" if rehearsal_batch else ' of its real batch size')
                 + f", in {path}: {rehearsal_note(fast_dev_run, rehearsal_batch)}")
     return str(path)
+
+def check_subscribers(subscribers # reporting.Subscriber instances
+                     ) -> list:
+    "Refuse anything in `subscribers` that is not a `reporting.Subscriber`, before any work"
+    subs = list(subscribers or ())
+    if bad := [s for s in subs if not isinstance(s, Subscriber)]: raise TypeError(f"subscribers must be lotus_nb.reporting.Subscriber instances, got {bad!r}")
+    return subs
 
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}
                    spec:BenchmarkSpec # the spec as planned, model='auto' allowed
@@ -392,24 +352,33 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
              tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.tracking.Tracker; None: none
+             subscribers=(),         # more listeners of the grid's events (reporting.Subscriber), after the tables' and the tracker's
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
-             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: this process's (set by rehearse), else 0
-             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: this process's (set by rehearse), else the real sizes
+             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: out_dir's, as rehearse marked it, else 0
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: out_dir's, as rehearse marked it, else the real sizes
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
     "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
     opts = executor_options(executor, options)
-    if fast_dev_run is None: fast_dev_run = REHEARSAL['batches']
-    if rehearsal_batch is None and fast_dev_run: rehearsal_batch = REHEARSAL['max_batch'] or None
+    marked = Store(out_dir)   # a store marked by rehearse (or by a rehearsal before): a rehearsal's
+    if fast_dev_run is None: fast_dev_run = marked.rehearsal
+    if rehearsal_batch is None and fast_dev_run: rehearsal_batch = marked.rehearsal_batch
     out_dir, cache_dir, specs = rehearsal_paths(out_dir, fast_dev_run), rehearsal_paths(cache_dir, fast_dev_run), list(specs)
     specs = [dataclasses.replace(s, fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch) if fast_dev_run else s for s in specs]
-    store = Store(out_dir, cache_dir, make_tracker(tracking, out_dir))   # an unknown tracker, or its package missing: refused here
+    tracker = make_tracker(tracking, out_dir)   # an unknown tracker, or its package missing: refused here
+    subs = [*([TablesFigures()] if write else []), *([Tracking(tracker)] if tracker is not None else []), *check_subscribers(subscribers)]
+    store = Store(out_dir, cache_dir)   # the executor stores rows; the subscribers report them
     if fast_dev_run: mark_rehearsal(store, fast_dev_run, rehearsal_batch)
     plan = plan_grid(specs, seeds, methods, store, skip_missing, method_seeds)
+    plan.subscribers = subs
     for s, why in plan.missing.values(): log.warning(f"grid: skipping {s.dataset} ({s.model}): {why}")
-    if n := store.track(): log.info(f"tracker {store.tracker.name}: logged {n} row(s) of {store.results} it did not hold")   # before any new row
+    emit(subs, 'on_start', store, plan.preps)   # the tracker logs the rows it lacks, before any new row
     log.info(f"grid: {len(plan.preps)} benchmark(s), {len(plan.units)} unit(s) to run, {plan.rows} row(s)")
     if plan.units: EXECUTORS[executor](plan, store, **opts)
-    return {**{p.key: collect_benchmark(store, p, plan.methods, plan.seeds, write) for p in plan.preps},
+    done = {}
+    for p in plan.preps:
+        done[p.key] = benchmark_rows(store, p, plan.methods, plan.seeds)
+        emit(subs, 'on_benchmark_end', store, p, done[p.key], plan.methods)
+    return {**done,
             **{k: Benchmark(pd.DataFrame(), name=benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen), missing=why, spec=s, key=k)
                for k, (s, why) in plan.missing.items()}}

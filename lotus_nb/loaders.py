@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-import contextlib, collections
+import contextlib, collections, contextvars
 import numpy as np, torch, torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from .data import ImageData, ImageFiles, default_workers, stratified_sample, uniform_sample
@@ -16,9 +16,9 @@ from .augment import augment_batch
 from .device import precision_of
 
 # %% auto #0
-__all__ = ['LOADED', 'REHEARSAL', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'rehearsal', 'BatchLoader',
-           'IndexSplit', 'TensorLoader', 'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader', 'FileSplit',
-           'tensor_splits', 'device_splits', 'unseen_split', 'MemoryLoader', 'MemorySplit']
+__all__ = ['LOADED', 'REHEARSAL', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'rehearsal_caps', 'rehearsal',
+           'BatchLoader', 'IndexSplit', 'TensorLoader', 'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader',
+           'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'MemoryLoader', 'MemorySplit']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -88,7 +88,11 @@ def unnormalize(xb,   # a normalised B x C x H x W batch
 
 # %% ../nbs/01d_loaders.ipynb #1836f81d
 LOADED = collections.Counter()   # batches and images every loader of this process yielded: 'train_batches', 'train_images' (shuffled passes), 'eval_batches', 'eval_images'
-REHEARSAL = dict(batches=0, max_batch=0)   # a rehearsal (fast_dev_run): every pass of a loader made while `batches` > 0 yields at most that many batches, each of at most `max_batch` items (0: its real size)
+REHEARSAL = contextvars.ContextVar('lotus_nb_rehearsal', default=(0, 0))   # the caps of rehearsal's block: (batches, max_batch)
+
+def rehearsal_caps() -> dict: # batches: each pass's cap (0: none); max_batch: each batch's cap (0: its real size)
+    "The rehearsal caps of a loader made here and now: those of the innermost open `rehearsal` block of this context, else none"
+    b, m = REHEARSAL.get(); return dict(batches=b, max_batch=m)
 
 @contextlib.contextmanager
 def rehearsal(batches:int,     # batches per pass of every loader made inside the block; 0: the real run (no cap)
@@ -98,10 +102,10 @@ def rehearsal(batches:int,     # batches per pass of every loader made inside th
         raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {batches!r}")
     if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1 or not batches):
         raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {max_batch!r}")
-    prev = dict(REHEARSAL)   # a rehearsal inside a rehearsal keeps the outer one's caps where it sets none
-    REHEARSAL.update(batches=batches or prev['batches'], max_batch=max_batch or prev['max_batch'])
+    prev = rehearsal_caps()   # a rehearsal inside a rehearsal keeps the outer one's caps where it sets none
+    token = REHEARSAL.set((batches or prev['batches'], max_batch or prev['max_batch']))
     try: yield
-    finally: REHEARSAL.update(prev)
+    finally: REHEARSAL.reset(token)
 
 class BatchLoader:
     "What `TensorLoader` and `FileLoader` share: the batch count, a seeded order each pass, normalisation constants, tags"
@@ -117,12 +121,13 @@ class BatchLoader:
                  size,       # resize batches to size x size; None: as stored
                  device,     # where batches are normalised and yielded
                 ):
-        if REHEARSAL['batches'] and REHEARSAL['max_batch']: batch_size = min(batch_size, REHEARSAL['max_batch'])   # a CPU rehearsal's cap
+        caps = rehearsal_caps()
+        if caps['batches'] and caps['max_batch']: batch_size = min(batch_size, caps['max_batch'])   # a CPU rehearsal's cap
         self.n, self.batch_size, self.shuffle, self.augment, self.size = n, batch_size, shuffle, augment, size
         self.tags = None if tags is None else torch.as_tensor(np.asarray(tags), dtype=torch.bool)
         self.mean, self.std = norm_tensor(mean, device), norm_tensor(std, device)
         self.gen = torch.Generator().manual_seed(seed)
-        self.limit = REHEARSAL['batches'] or None   # a rehearsal's cap on the batches of each pass, fixed when the loader is made
+        self.limit = caps['batches'] or None   # a rehearsal's cap on the batches of each pass, fixed when the loader is made
     def __len__(self): return math.ceil((self.n if self.limit is None else min(self.n, self.limit*self.batch_size))/self.batch_size)
     def order(self) -> torch.Tensor:
         "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal, `limit` batches' worth of it"

@@ -15,9 +15,10 @@ from .device import autocast, model_device, precision_of, PRECISION
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'FAST', 'FAST_STATS', 'OPTIMIZERS', 'STEPS', 'set_fast', 'fast_path', 'fast_enabled', 'new_optimizer', 'set_lr',
-           'device_batches', 'cudnn_benchmark', 'n_batches', 'count_step', 'counting_steps', 'predict', 'accuracy_of',
-           'train_step', 'graphable', 'StepGraph', 'step_graph', 'train_epoch', 'ce_loss']
+__all__ = ['log', 'FAST', 'PATH_STATS', 'OPTIMIZERS', 'STEPS', 'path_stats', 'count_path', 'set_fast', 'fast_path',
+           'fast_enabled', 'new_optimizer', 'set_lr', 'device_batches', 'cudnn_benchmark', 'n_batches', 'count_step',
+           'counting_steps', 'predict', 'accuracy_of', 'train_step', 'graphable', 'StepGraph', 'step_graph',
+           'train_epoch', 'ce_loss']
 
 # %% ../nbs/03b_loops.ipynb #0f22a4d3
 def _parse_fast(v):
@@ -35,7 +36,20 @@ FAST = dict(mode=_parse_fast(os.environ.get('LOTUS_FAST', 'auto')), # True, Fals
             min_graph_steps=16, # 'auto' graphs the steps of an epoch of at least this many batches
             warmup=3)           # real eager steps before a capture (cuDNN autotuning, optimiser state)
 PRECISION['reduced_ok'] = FAST['mode'] is not False   # bf16 only with the fast path (device.precision_of)
-FAST_STATS = collections.Counter()  # steps run by each path, captures: what ran, for logs and benchmarks
+PATH_STATS = contextvars.ContextVar('lotus_nb_path_stats', default=None)   # the open count of path_stats in this context, or None
+
+@contextlib.contextmanager
+def path_stats():
+    "Count inside the block the steps each path ran and the CUDA-graph captures: `with path_stats() as st: ...`, then `st` is a Counter"
+    outer, token = PATH_STATS.get(), PATH_STATS.set(c := collections.Counter())
+    try: yield c
+    finally:
+        PATH_STATS.reset(token)
+        if outer is not None: outer.update(c)   # a count inside another: the outer one sees it too
+
+def count_path(key:str): # warm_steps, eager_steps, graph_steps, plain_steps, captures or capture_failures
+    "Add one to `key` of the open count (`path_stats`), if one is open"
+    if (c := PATH_STATS.get()) is not None: c[key] += 1
 
 def set_fast(mode=True,  # True, False or 'auto' (on for CUDA, off on the CPU); strings as in $LOTUS_FAST
              **options,  # other keys of FAST: graphs, min_graph_steps, warmup
@@ -230,13 +244,13 @@ class StepGraph:
         if self.failed: return None
         if self.sig is None: self.sig = _sig(batch)
         if _sig(batch) != self.sig: return None
-        if self.seen < self.warmup: self.seen += 1; FAST_STATS['warm_steps'] += 1; return self._eager(batch, opt, device)
+        if self.seen < self.warmup: self.seen += 1; count_path('warm_steps'); return self._eager(batch, opt, device)
         inputs = list(batch) + list(self.loss_fn.graph_draws(batch) if self.loss_fn.graph_draws is not None else [])
         wait = self.static is None and not self.deferred and any(t.dim() and len(t) < len(batch[0]) for t in inputs[len(batch):])
         if wait or (self.static is not None and _sig(inputs) != _sig(self.static)):
             # before the capture, a draw shorter than the batch (a partial forget batch?): wait a step, once;
             # after it, draws of another shape than the captured ones. Either way this step runs eagerly, on the draws already made
-            self.deferred |= wait; FAST_STATS['eager_steps'] += 1
+            self.deferred |= wait; count_path('eager_steps')
             return self._eager(inputs, opt, device)   # on the graph's stream, as every eager step of a graphed epoch (see _eager)
         if self.static is None:
             self.static = [t.clone() for t in inputs]
@@ -244,13 +258,13 @@ class StepGraph:
                 return self._eager(self.static, opt, device)
         else:
             for s, t in zip(self.static, inputs): s.copy_(t, non_blocking=True)
-        FAST_STATS['graph_steps'] += 1
+        count_path('graph_steps')
         return self._replay(opt, device)
     def eager(self, batch, # a list of tensors on the device
               opt,         # the optimiser
               device):     # the model's device
         "An eager step on the graph's own stream, where the warm-up ran and the capture runs: a batch of another shape, or after a failed capture"
-        FAST_STATS['eager_steps'] += 1; return self._eager(batch, opt, device)
+        count_path('eager_steps'); return self._eager(batch, opt, device)
     def _eager(self, batch, opt, device):   # on the capture stream: the parameters' AccumulateGrad nodes (kept alive by the captured loss) see one stream
         # every eager step of a graphed epoch comes here (warm-up, a batch or draw of another shape, a failed capture): one on the
         # current stream made torch warn "The AccumulateGrad node's stream does not match" (NegGrad+'s partial forget batch, issue 39)
@@ -267,11 +281,11 @@ class StepGraph:
             with torch.cuda.graph(self.graph, stream=self.stream, capture_error_mode='thread_local'):   # loader threads may run
                 self.loss = train_step(self.model, self.static, self.loss_fn, opt, self.hook, device, cache=False)
             self.grads = [p.grad for p in params]     # the graph's gradient buffers, kept alive with it
-            FAST_STATS['captures'] += 1
+            count_path('captures')
             log.info(f"fast path: training step captured as a CUDA graph (batch {tuple(self.static[0].shape)})")
             return True
         except Exception as e:
-            self.failed, self.graph = True, None; FAST_STATS['capture_failures'] += 1
+            self.failed, self.graph = True, None; count_path('capture_failures')
             log.warning(f"fast path: CUDA graph capture failed ({type(e).__name__}: {e}); this step runs eagerly")
             opt.zero_grad(set_to_none=True); return False
     def _replay(self, opt, device):
@@ -323,7 +337,7 @@ def train_epoch(model:nn.Module,     # trained in place, put in train mode
             if loss is None and graph is not None: loss = graph.eager(batch, opt, dev)   # the graph's stream, never the main one
             elif loss is None:
                 loss = train_step(model, batch, loss_fn, opt, grad_hook, dev)
-                FAST_STATS['eager_steps' if fast else 'plain_steps'] += 1
+                count_path('eager_steps' if fast else 'plain_steps')
             if sched is not None: sched.step()
             total += loss.detach().float(); n += 1
     mean = total/max(n, 1)

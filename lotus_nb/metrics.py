@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_metrics.ipynb #5a0d8d4c
 from __future__ import annotations
-import dataclasses
+import dataclasses, warnings
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
 from .checks import check_choice, renamed, renamed_kwargs
@@ -12,7 +12,7 @@ from .training import predict
 from .user_data import as_splits
 from .set_checks import check_disjoint
 from .model_checks import check_model_fits
-from .loaders import REHEARSAL   # a rehearsal's state: nbs/01d_loaders.ipynb
+from .loaders import rehearsal_caps   # the open rehearsal of this context: nbs/01d_loaders.ipynb
 
 # %% auto #0
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'AUGMENTABLE', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'MIA_MODES', 'accuracy',
@@ -166,7 +166,8 @@ def rf_jsd(p_forget,          # N x K probabilities of f_un on the forget set
     P, nf = class_means(p_forget, y_forget, k); Q, nu = class_means(q_unseen, y_unseen, k)
     keep = (nf > 0) & (nu > 0)
     if not keep.any():
-        if REHEARSAL['batches']: return float('nan')   # a rehearsal's few images may share no class; the full sets of a real run must
+        if rehearsal_caps()['batches']:   # a rehearsal's few images may share no class; the full sets of a real run must
+            warnings.warn("rf_jsd is NaN in this rehearsal: its capped passes left no class in both the forget and the unseen set"); return float('nan')
         raise ValueError("no class has samples in both the forget and the unseen set")
     P, Q = P[keep], Q[keep]; P, Q = P/P.sum(1, keepdim=True), Q/Q.sum(1, keepdim=True)
     return js_authors(P, Q) if authors else js_rows(P, Q).mean().item()

@@ -236,11 +236,17 @@ def append(self:Store, row:dict # {column: value} of one run: the KEY columns an
             except BaseException:
                 os.ftruncate(fd, start); raise        # nothing of a failed row stays
         finally: os.close(fd)
-    if self.tracker is not None:
-        try: self._log_row(row_id(row), row)
-        except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not logged "
-                                           f"({type(e).__name__}: {e}); it is logged at the next run (Store.track)")
+    self.mirror(row)
     return True
+
+@patch
+def mirror(self:Store, row:dict # a row of results.csv
+          ):
+    "Log `row` to the tracker, if the store has one (a failure is a warning: the row is in results.csv, and `track` logs it at the next run)"
+    if self.tracker is None: return
+    try: self._log_row(row_id(row), row)
+    except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not logged "
+                                       f"({type(e).__name__}: {e}); it is logged at the next run (Store.track)")
 
 # %% ../nbs/07a_store.ipynb #028dc520
 @patch

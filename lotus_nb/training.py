@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 from .checks import check_choice
 from .user_data import as_split
 from .device import get_device, set_seed, autocast, model_device, to_device, Timer
-from .loops import (FAST, FAST_STATS, set_fast, fast_path, fast_enabled, OPTIMIZERS, new_optimizer, set_lr, device_batches,
+from .loops import (FAST, path_stats, count_path, set_fast, fast_path, fast_enabled, OPTIMIZERS, new_optimizer, set_lr, device_batches,
                             cudnn_benchmark, n_batches, predict, accuracy_of, train_step, graphable, StepGraph, step_graph, train_epoch, ce_loss)
 from .checkpoints import CACHE_VERSION, cache_key, save_checkpoint, load_checkpoint
 

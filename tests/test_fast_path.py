@@ -2,7 +2,7 @@
 import contextlib, os, subprocess, sys
 import numpy as np, pytest, torch
 from helpers import ROOT
-from lotus_nb.training import (FAST, FAST_STATS, fast_path, fast_enabled, train_epoch, ce_loss, new_optimizer, accuracy_of,
+from lotus_nb.training import (FAST, path_stats, fast_path, fast_enabled, train_epoch, ce_loss, new_optimizer, accuracy_of,
                                fit, Recipe, set_seed, to_device)
 from lotus_nb.methods import unlearn, make_optimizer, method_config, UnlearnTask
 from lotus_nb.demo import demo_task
@@ -18,9 +18,8 @@ def demo():
 def flat(model) -> torch.Tensor: return torch.cat([v.detach().flatten().float().cpu() for v in model.state_dict().values()])
 
 def run(name, f_orig, task, mode, **fast):
-    FAST_STATS.clear()
-    with fast_path(mode, **fast): res = unlearn(name, f_orig, task, progress=False, epochs=2)
-    return res, dict(FAST_STATS)
+    with path_stats() as st, fast_path(mode, **fast): res = unlearn(name, f_orig, task, progress=False, epochs=2)
+    return res, dict(st)
 
 @contextlib.contextmanager
 def no_host_sync():
@@ -211,10 +210,9 @@ def test_gpu_fit_with_schedule():
     rec = Recipe(epochs=3, batch_size=128, lr=0.05, warmup=1, patience=None, schedule='cosine', keep='best')
     out = {}
     for mode in (False, True):
-        FAST_STATS.clear()
-        with fast_path(mode, graphs=True):
+        with path_stats() as st, fast_path(mode, graphs=True):
             mm = create_model('resnet18_small', 10); mm.load_state_dict(m.state_dict()); mm = to_device(mm, 'cuda')
-            fit(mm, ts['retain'], rec, seed=0, progress=False); out[mode] = (mm, dict(FAST_STATS))
+            fit(mm, ts['retain'], rec, seed=0, progress=False); out[mode] = (mm, dict(st))
     assert out[True][1].get('captures') == 1, out[True][1]
     assert rel_diff(out[True][0], out[False][0], m) < 0.05
 
