@@ -90,7 +90,7 @@ class BenchmarkSpec:
     data_root: str = None             # data folder; None: the dataset's default locations
     method_overrides: dict = None     # {method: {hyperparameter: value}}
     pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
-    retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (PROTOCOL section 1)
+    retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (the paper's 30%)
     data_options: dict = None         # options of the dataset's loader, e.g. {'forget_rule': 'first'} (ImageNet: the authors' fixed forget set)
     split: str = 'random'             # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES): 'random' is the paper's
     split_options: dict = None        # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
@@ -150,7 +150,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     if methods is None: methods = [m for m in list_methods() if has_gold or m != gold]
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
     methods = [check_method(m) for m in methods]
-    if gold in methods and not has_gold: raise ValueError(f"{spec.dataset} has no gold model (PROTOCOL section 4): leave {gold!r} out of methods")
+    if gold in methods and not has_gold: raise ValueError(f"{spec.dataset} has no gold model (the paper scores it without one): leave {gold!r} out of methods")
     if len(set(methods)) != len(methods): raise ValueError(f"repeated methods in {methods}")
     overrides = spec.method_overrides or {}
     if not isinstance(overrides, dict): raise ValueError(f"method_overrides must be a dict {{method: {{name: value}}}}, got {overrides!r}")

@@ -8,7 +8,7 @@ import importlib, types, warnings
 from .registry import PLUGIN_GROUPS, registering, is_registered
 
 # %% auto #0
-__all__ = ['BUILTIN_PLUGINS', 'PLUGINS', 'PluginWarning', 'load_plugin', 'load_plugins', 'load_catalog']
+__all__ = ['BUILTIN_PLUGINS', 'PLUGINS', 'PluginWarning', 'load_plugin', 'load_plugins']
 
 # %% ../nbs/19a_catalog.ipynb #4a682933
 BUILTIN_PLUGINS = ('lotus_nb.formats_idx', 'lotus_nb.formats_cifar', 'lotus_nb.formats_folders', 'lotus_nb.mufac',   # the datasets' readers
@@ -51,8 +51,3 @@ def load_plugins() -> dict: # PLUGINS: group -> names of the entry points that l
         _LOAD['done'] = True
     finally: _LOAD['running'] = False
     return PLUGINS
-
-def load_catalog():
-    "Deprecated (0.8): `load_plugins()`"
-    warnings.warn("lotus_nb.registry.load_catalog is gone; call lotus_nb.catalog.load_plugins()", DeprecationWarning, stacklevel=2)
-    return load_plugins()

@@ -267,7 +267,7 @@ class StepGraph:
         count_path('eager_steps'); return self._eager(batch, opt, device)
     def _eager(self, batch, opt, device):   # on the capture stream: the parameters' AccumulateGrad nodes (kept alive by the captured loss) see one stream
         # every eager step of a graphed epoch comes here (warm-up, a batch or draw of another shape, a failed capture): one on the
-        # current stream made torch warn "The AccumulateGrad node's stream does not match" (NegGrad+'s partial forget batch, issue 39)
+        # current stream made torch warn "The AccumulateGrad node's stream does not match" (NegGrad+'s partial forget batch)
         if self.emulate: return train_step(self.model, batch, self.loss_fn, opt, self.hook, device)
         main = torch.cuda.current_stream(device); self.stream.wait_stream(main)
         with torch.cuda.stream(self.stream): loss = train_step(self.model, batch, self.loss_fn, opt, self.hook, device)

@@ -95,7 +95,7 @@ class MufacCleaning:
 def clean_mufac(frames:dict, # 'train', 'val', 'test' DataFrames from read_mufac_csv
                 forget_rows:int=MUFAC_FORGET_ROWS, # the first rows of the training CSV that form the forget set
                ):
-    "Drop MUFAC's duplicates by perceptual hash (PROTOCOL section 4): returns the cleaned forget, retain, val, test and the report"
+    "Drop MUFAC's duplicates by perceptual hash, as the paper cleans it: returns the cleaned forget, retain, val, test and the report"
     import pandas as pd
     fr = {s: f.assign(hash=image_hashes(f['path'])) for s, f in frames.items()}
     removed = []

@@ -15,12 +15,12 @@ from .report import aggregate_authors, LOGGED_DIGITS
 from .paper_tables import pcc_jsd_rf_authors
 
 # %% auto #0
-__all__ = ['TABLES', 'COLS', 'DATA_FILE', 'TEX_NAME', 'ARCHS', 'DATASET_LABELS', 'METHOD_NAMES', 'METRIC_WORDS', 'SCALES',
-           'PARSERS', 'STRING_COLS', 'GAP_METRICS', 'BENCH', 'BENCHMARKS_OF', 'OURS_METRIC', 'KEYS', 'paper_tex',
-           'group', 'split_top', 'take', 'tex_text', 'number', 'cell', 'strip_comments', 'table_rows', 'carry',
-           'metric_name', 'method_name', 'bench_labels', 'record', 'method_columns', 'row_methods', 'pcc_rows',
-           'gumbel_rows', 'parse_paper', 'write_published', 'read_published', 'check_table', 'published', 'ours_long',
-           'bench_key', 'paper_benchmarks', 'compare_published', 'beside_published']
+__all__ = ['TABLES', 'COLS', 'DATA_FILE', 'TEX_NAME', 'TEX_ENV', 'TEX_UNSET', 'ARCHS', 'DATASET_LABELS', 'METHOD_NAMES',
+           'METRIC_WORDS', 'SCALES', 'PARSERS', 'STRING_COLS', 'GAP_METRICS', 'BENCH', 'BENCHMARKS_OF', 'OURS_METRIC',
+           'KEYS', 'paper_tex', 'group', 'split_top', 'take', 'tex_text', 'number', 'cell', 'strip_comments',
+           'table_rows', 'carry', 'metric_name', 'method_name', 'bench_labels', 'record', 'method_columns',
+           'row_methods', 'pcc_rows', 'gumbel_rows', 'parse_paper', 'write_published', 'read_published', 'check_table',
+           'published', 'ours_long', 'bench_key', 'paper_benchmarks', 'compare_published', 'beside_published']
 
 # %% ../nbs/27_published.ipynb #1a7d7d28
 TABLES = ('tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:imagenet', 'tab:hyperparams',
@@ -28,14 +28,17 @@ TABLES = ('tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:imagen
 COLS = ['table', 'arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric', 'mean', 'std', 'scale', 'text']
 DATA_FILE = Path(lotus_nb.__file__).parent/'published.csv'   # shipped with the package (MANIFEST.in)
 TEX_NAME = 'lotus_cvpr2025.tex'
+TEX_ENV = 'LOTUS_NB_PAPER_TEX'   # the environment variable that names the paper's source
+TEX_UNSET = (f"${TEX_ENV} is unset: set it to the path of the paper's LaTeX source ({TEX_NAME}) to parse the printed tables "
+             "from it (parse_paper, write_published) and check the stored table against it")
 
-def paper_tex(repo_root=None # the checkout's root; None: $LOTUS_NB_PAPER_TEX if set (empty: none), else the folder above the package
-             ) -> Path:
-    "The paper's .tex at `repo_root`/../shared/paper, or None where it is absent (the package needs only its stored table)"
-    if repo_root is None and (env := os.environ.get('LOTUS_NB_PAPER_TEX')) is not None: return Path(env) if env and Path(env).exists() else None
-    root = Path(repo_root) if repo_root is not None else Path(lotus_nb.__file__).resolve().parent.parent
-    p = root.parent/'shared'/'paper'/TEX_NAME
-    return p if p.exists() else None
+def paper_tex() -> Path: # the .tex file; None where the variable is unset or empty
+    "The paper's LaTeX source, named by `$LOTUS_NB_PAPER_TEX`, or None where it is unset (the package needs only its stored table)"
+    env = os.environ.get(TEX_ENV, '')
+    if not env: return None
+    p = Path(env).expanduser()
+    if not p.is_file(): raise FileNotFoundError(f"${TEX_ENV} names {p}, which is not a file: name {TEX_NAME}, or unset it")
+    return p
 
 # %% ../nbs/27_published.ipynb #cef09292
 def group(s:str, # TeX source
@@ -255,9 +258,10 @@ PARSERS = {
     'tab:gumbel': lambda r, t: gumbel_rows(r, t),
 }
 
-def parse_paper(tex # the paper's source: its text, or the path of the .tex
+def parse_paper(tex=None # the paper's source: its text, or the path of the .tex; None: the file $LOTUS_NB_PAPER_TEX names
                ) -> pd.DataFrame:
     "Every number of the paper's tables (TABLES), one row per printed cell, in the stored table's columns"
+    if tex is None and (tex := paper_tex()) is None: raise FileNotFoundError(TEX_UNSET)
     if isinstance(tex, Path) or (isinstance(tex, str) and '\\begin' not in tex): tex = Path(tex).read_text(encoding='utf-8')
     return pd.DataFrame([rec for t in TABLES for rec in PARSERS[t](table_rows(tex, t), t)], columns=COLS)
 
@@ -342,7 +346,7 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
 BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',), 'tab:fifty_supp': ('tab:fifty',),
                  'tab:imagenet': ('tab:imagenet',), 'tab:avg_gap_supp': ('tab:avg_gap', 'tab:cifar'), 'tab:class': ('tab:class',),
                  'tab:pcc': ('tab:avg_gap', 'tab:cifar', 'tab:fifty'), 'tab:gumbel': ('tab:avg_gap', 'tab:cifar')}
-OURS_METRIC = {'jsd': 'jsd_authors', 'rf_jsd': 'rf_jsd_authors'}   # the published JSD and RF-JSD are on the public code's scale (PROTOCOL section 3): ours beside them are the authors' formulas
+OURS_METRIC = {'jsd': 'jsd_authors', 'rf_jsd': 'rf_jsd_authors'}   # the published JSD and RF-JSD are on the public code's scale: ours beside them are the authors' formulas
 KEYS = ['arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric']
 
 def bench_key(dataset,      # registry name of the dataset
@@ -394,7 +398,7 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     out.attrs['caption'] = (f"{label}: the paper's printed values beside ours and ours - published, on the printed scale (JSD and RF-JSD x 1e4). "
                             "Ours by the authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the values rounded as logged, "
                             "rounded to 2 decimals; gaps and Avg Gap (no std) of the rounded means. Our JSD and RF-JSD beside the published ones are "
-                            "jsd_authors and rf_jsd_authors, the public code's formulas (PROTOCOL section 3).")
+                            "jsd_authors and rf_jsd_authors, the public code's formulas.")
     return out.reset_index(drop=True)
 
 # %% ../nbs/27_published.ipynb #b5d0c1a8

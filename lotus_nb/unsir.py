@@ -126,7 +126,7 @@ class UNSIRConfig(MethodConfig):
     lr: float = 1e-3           # learning rate of the model (not of the noise)
     momentum: float = 0.9      # unsir_class.py:66 (Choi and Na: 0)
     weight_decay: float = 0.   # 0, as Table tab:hyperparams and unsir_class.py:67
-    noise_steps: int = 5       # Adam steps on each noise batch (the authors' loop took 1: PROTOCOL section 7)
+    noise_steps: int = 5       # Adam steps on each noise batch (the authors' loop took 1)
     noise_lr: float = 0.01     # Adam's learning rate on the noise
     retain_per_class: int = None # cap of the retain sample; None: 1000, or 100 with 100 or more classes
     noise_mode: str = 'train'  # the model's mode during the noise steps: train, as unsir_class.py:161 leaves it; 'eval': ours before

@@ -1,6 +1,6 @@
 """The chapter on adding a method (nbs/04a_new_method.ipynb) is a complete recipe: its cells tagged `recipe`, and nothing
 else, run as one script in a fresh interpreter, in an empty folder outside the repository, add a method that unlearns,
-runs in a benchmark beside the package's and shows in its tables (issue 29, item 2)."""
+runs in a benchmark beside the package's and shows in its tables."""
 import json, os, subprocess, sys
 from pathlib import Path
 import pandas as pd

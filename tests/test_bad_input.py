@@ -145,7 +145,7 @@ def test_readme_api_reads_what_a_dataloader_yields():
     assert all(torch.equal(v, by_subset[k]) for k, v in by_sampler.items()), "the SubsetRandomSampler's items are not the forget set"
     assert not all(torch.equal(v, other[k]) for k, v in by_sampler.items()), "the check cannot tell one forget set from another"   # (the whole Dataset overlaps the retain set: refused)
 
-# ---------------------------------------------------------------- sets checked before any work (issue 28)
+# ---------------------------------------------------------------- sets checked before any work
 # lotus_nb.loaders' check_disjoint, check_model_fits and memorisation_warning, through the README's call and `evaluate`.
 # Wired into UnlearnTask (check_disjoint), unlearn (check_model_fits), lotus_unlearn (both, and memorisation_warning) and evaluate.
 

@@ -211,7 +211,7 @@ def test_imagenet_selection(tmp_path, val_layout):
     assert dataset_defaults('imagenet').model == 'vit_b_16_imagenet' and not dataset_defaults('imagenet').gold
 
 def test_imagenet_forget_sets_drawn_per_seed(tmp_path):
-    "Each seed draws its own forget set, 5 of each class's 50 images; the same seed the same set (PROTOCOL section 1)"
+    "Each seed draws its own forget set, 5 of each class's 50 images; the same seed the same set"
     write_imagenet(tmp_path, n_classes=3, per_class=52, val_per_class=10)
     d = load_dataset('imagenet', root=tmp_path)
     y = d.y_train.numpy()

@@ -86,7 +86,7 @@ def test_emulated_graph_is_the_eager_fast_path(demo, name):
 def test_graphed_epoch_steps_on_the_graph_stream(demo, name):
     """Every eager step of a graphed epoch (warm-up, a batch of another shape, NegGrad+'s partial forget batch) runs through
     StepGraph._eager, on the graph's own stream: one on the current stream made torch warn that the AccumulateGrad node's
-    stream did not match (issue 39; the GPU test below counts the warning itself)"""
+    stream did not match (the GPU test below counts the warning itself)"""
     from lotus_nb.loops import StepGraph
     f_orig, ts, task = demo
     calls, real = [], StepGraph._eager
@@ -216,7 +216,7 @@ def test_gpu_fit_with_schedule():
     assert out[True][1].get('captures') == 1, out[True][1]
     assert rel_diff(out[True][0], out[False][0], m) < 0.05
 
-# ---- precision: bf16 autocast only when asked for AND with the fast path on (issue 38) -----------------------------
+# ---- precision: bf16 autocast only when asked for AND with the fast path on -----------------------------
 
 class _Spy:
     "A stand-in for CUDA's bf16 autocast region: counts the regions entered, computes nothing differently"
@@ -262,7 +262,7 @@ def test_lotus_fast_0_forces_fp32():
 @cuda
 def test_gpu_no_stream_warning():
     """NegGrad+ with a partial forget batch (240 forget images in batches of 128) on a CUDA graph prints no AccumulateGrad
-    stream warning (three in the H100 run of issue 31); in a fresh process, since torch may warn once per process"""
+    stream warning (three in an H100 run, 2026-11-27); in a fresh process, since torch may warn once per process"""
     code = ("import torch; from test_fast_path import cuda_task, run\n"
             "m, ts, task = cuda_task()\n"
             "res, st = run('neggrad_plus', m, task, True, graphs=True, warmup=1)\n"

@@ -1,4 +1,4 @@
-"""No import runs up the floors, not even inside a function (issue 36, item 2). tools/import_graph.py is the repository's
+"""No import runs up the floors, not even inside a function. tools/import_graph.py is the repository's
 one import scanner: it sees module-level imports, imports inside functions, `import_module` on a literal name, and the
 names a loader takes from a literal tuple (the catalog's `BUILTIN_PLUGINS`, which it prints as what it is). The graph of
 lotus_nb/ has no loop and no arrow to a module on the same or a higher floor."""

@@ -63,11 +63,11 @@ def test_chapter_outputs_up_to_date(fresh, same_numerics, name):
                        f"`python tools/refresh_outputs.py {name}` (or every chapter: `python tools/refresh_outputs.py`)\n"
                        + '\n'.join(probs)[:6000])
 
-SOURCE_DEPENDENT = ['27_published']   # chapters that read a file beside the checkout (../shared/paper's .tex) when it is there
+SOURCE_DEPENDENT = ['27_published']   # chapters that read the paper's .tex when $LOTUS_NB_PAPER_TEX names it
 
 @pytest.mark.parametrize('name', SOURCE_DEPENDENT)
 def test_outputs_hold_without_the_paper_source(monkeypatch, name):
-    "A clone with nothing beside it (no ../shared): the chapter's stored outputs are still the fresh ones ($LOTUS_NB_PAPER_TEX='' hides the source)"
+    "Without the paper's source ($LOTUS_NB_PAPER_TEX empty, as unset): the chapter's stored outputs are still the fresh ones"
     monkeypatch.setenv('LOTUS_NB_PAPER_TEX', '')
     probs = ro.check([ROOT/'nbs'/f'{name}.ipynb'], n_workers=1, timeout=600)[(ROOT/'nbs'/f'{name}.ipynb').resolve()]
     assert not probs, f"{name}.ipynb shows other outputs without the paper's source:\n" + '\n'.join(probs)[:4000]

@@ -5,7 +5,7 @@ import pytest
 from helpers import run_nb, show, read_rows
 from lotus_nb.store import KEY, METRICS
 
-# every table and figure of PROTOCOL section 8
+# every table and figure of the paper
 LABELS = ['tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:imagenet', 'tab:hyperparams', 'tab:avg_gap_supp', 'tab:pcc',
           'tab:class', 'tab:gumbel', 'fig:fig1', 'fig:tau', 'fig:streisand', 'fig:gradcams', 'fig:hash_diff', 'fig:mufac_examples',
           'fig:mufac_classes']

@@ -1,9 +1,9 @@
 """A package outside lotus_nb adds a method, a dataset and a metric by declaring entry points, and they show up in the registry,
-the tables, `evaluate` and `unlearn` with no change to lotus_nb; a broken plugin is skipped with a warning that names it (issue 20, item 2).
+the tables, `evaluate` and `unlearn` with no change to lotus_nb; a broken plugin is skipped with a warning that names it.
 The plugin is a real distribution, built and installed (offline) into a virtual environment that sees this interpreter's packages.
 
 A plugin package named `lotus_nb_extra` that registers a method under a built-in's name wins over the built-in, and your own
-registration (a notebook's: a fresh interpreter's `__main__`) wins over both, whichever is imported or loaded first (issue 36)."""
+registration (a notebook's: a fresh interpreter's `__main__`) wins over both, whichever is imported or loaded first."""
 import os, subprocess, sys, textwrap, venv
 from pathlib import Path
 import pytest
@@ -115,7 +115,7 @@ def test_this_interpreter_has_no_plugin():
     from lotus_nb.methods import list_methods
     assert 'noop' not in list_methods()
 
-# ---------------------------------------------------------------- precedence: yours, then a plugin's, then lotus_nb's (issue 36)
+# ---------------------------------------------------------------- precedence: yours, then a plugin's, then lotus_nb's
 
 EXTRA = {   # an installed distribution as importlib.metadata finds one: its package and its dist-info, in a folder on the path
     'lotus_nb_extra/__init__.py': '',

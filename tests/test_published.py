@@ -4,11 +4,12 @@ from the .tex and against the source re-parsed; the stored file ships with the p
 import math, subprocess
 import numpy as np, pandas as pd, pytest
 from helpers import ROOT
-from lotus_nb.published import (TABLES, DATA_FILE, published, read_published, parse_paper, paper_tex, ours_long, compare_published)
+from lotus_nb.published import (TABLES, DATA_FILE, published, read_published, parse_paper, paper_tex, ours_long, compare_published,
+                              TEX_UNSET)
 from lotus_nb.store import COLUMNS, KEY, Store
 
-TEX = paper_tex(ROOT)
-needs_tex = pytest.mark.skipif(TEX is None, reason=f"the paper's source is absent from {ROOT.parent/'shared'/'paper'}")
+TEX = paper_tex()
+needs_tex = pytest.mark.skipif(TEX is None, reason=TEX_UNSET)
 nan = math.nan
 
 # (table, the cell's keys, printed mean, printed std (nan: none), printed text or None), read by hand from the .tex

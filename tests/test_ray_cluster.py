@@ -1,10 +1,10 @@
-"""The grid on a real multi-node Ray cluster on this machine, whose nodes share nothing with the driver but Ray (issue 18, item 4).
+"""The grid on a real multi-node Ray cluster on this machine, whose nodes share nothing with the driver but Ray.
 
 The head runs no task (`--num-cpus 0`); two worker nodes run in mount namespaces of their own (`unshare -m`) with a fresh
 tmpfs over the test's folder, so that they cannot see the driver's results folder, its checkpoints or its data, nor each
 other's checkpoint folders. The grid runs there; `results.csv` gets every row, equal to the local executor's; a driver killed
 mid-grid resumes; a worker node lost mid-grid (every process of it SIGKILLed while it runs a unit) costs nothing but time: Ray
-runs the lost unit again on the node left and every row comes once (issue 29, item 7); data the nodes lack stops the grid before
+runs the lost unit again on the node left and every row comes once; data the nodes lack stops the grid before
 any training, naming the node and the path; the privacy audit's shadows run on the nodes, its results equal to the local
 executor's. Every process of the cluster is killed at the end, pass or fail, by process group and by the cluster's own
 temporary folder (never with `ray stop`, which would stop every Ray instance of the machine). Needs root (for the mounts) and
@@ -273,7 +273,7 @@ def test_privacy_audit_on_the_cluster(cluster):
     import inspect
     from lotus_nb.training import Recipe
     from lotus_nb.privacy import prepare_audit, run_audit
-    if 'executor' not in inspect.signature(run_audit).parameters: pytest.skip('run_audit takes no executor yet (issue 29: the audit on the grid)')
+    if 'executor' not in inspect.signature(run_audit).parameters: pytest.skip('run_audit takes no executor yet: the audit is not on the grid')
     hide = cluster.hide
     setup = eval(AUDIT_SETUP)
     t0 = time.time(); a = run_audit(setup, AUDIT_METHODS, out_dir=hide/'audit_local', executor='local', progress=False).results; t_local = time.time() - t0

@@ -229,7 +229,7 @@ def test_readme_sections():
 
 # ---------------------------------------------------------------- what the README said before lives on in a page
 
-# Each paragraph of the README before issue 40 (lotus_nb 0.7.0), by a phrase of it, and the page that holds it now.
+# Each paragraph of the README of lotus_nb 0.7.0, by a phrase of it, and the page that holds it now.
 MOVED = {
     'guide_overview.ipynb': [
         'Machine unlearning removes the influence of some training samples',                # LoTUS in three ideas
@@ -272,7 +272,7 @@ MOVED = {
     'guide_tuning.ipynb': [
         'The paper fixes each baseline\'s hyperparameters', 'papermill nbs/tuning.ipynb tuned.ipynb'],
     'guide_gpu.ipynb': [
-        'On CUDA the training steps run fast by default: fused optimisers',   # bf16 is $LOTUS_PRECISION's since issue 38
+        'On CUDA the training steps run fast by default: fused optimisers',   # bf16 is $LOTUS_PRECISION's since 0.8
         'A practitioner\'s own data gets the same pace'],
     'guide_trackers.ipynb': [
         '**MLflow or Weights & Biases.**', '`results.csv` stays the record and the tracker mirrors it',
@@ -348,10 +348,10 @@ def test_readme_bibtex_is_the_citation_cff():
     assert pkg['title'] == c['title'] and pkg['url'] == c['repository-code'] and pkg['license'] == c['license']
 
 def test_citation_matches_the_paper():
-    "Where the paper's .tex is at hand (beside the checkout, or $LOTUS_NB_PAPER_TEX), its title and authors are CITATION.cff's"
-    from lotus_nb.published import paper_tex
-    tex = paper_tex(ROOT) or paper_tex()
-    if tex is None: pytest.skip("the paper's .tex is not beside this checkout (../shared/paper) and $LOTUS_NB_PAPER_TEX is unset")
+    "Where the paper's .tex is at hand ($LOTUS_NB_PAPER_TEX), its title and authors are CITATION.cff's"
+    from lotus_nb.published import paper_tex, TEX_UNSET
+    tex = paper_tex()
+    if tex is None: pytest.skip(TEX_UNSET)
     s = tex.read_text(encoding='utf-8')
     pc = cff()['preferred-citation']
     assert re.search(r'\\title\{(.+?)\}', s)[1] == pc['title']

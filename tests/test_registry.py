@@ -1,5 +1,5 @@
 """The method registry owns every fact about a method: its role, its column, its label. Outside a method's own module no code
-compares a method's name with a literal, and a registry imports nothing (issue 20, item 2; issue 36: the import graph itself is
+compares a method's name with a literal, and a registry imports nothing (the import graph itself is
 tests/test_imports.py's)."""
 import ast, os, subprocess, sys
 from pathlib import Path
@@ -100,7 +100,7 @@ def test_fresh_process_has_every_method():
         assert out.strip().split(',') == PAPER, (m, out)
 
 def test_modules_and_notebooks_have_different_names():
-    "A module never shares its name with a notebook of nbs/ (paper.py beside paper.ipynb confused readers, issue 20 item 6)"
+    "A module never shares its name with a notebook of nbs/ (paper.py beside paper.ipynb confused readers)"
     nbs = {p.stem for p in (PKG.parent/'nbs').glob('*.ipynb')}
     clash = sorted(nbs & {p.stem for p in PKG.glob('*.py')})
     assert not clash, f"modules named like a notebook: {clash}"

@@ -1,21 +1,19 @@
 """Our paper-shaped tables have the paper's grid: each table's columns (and, where the paper's rows are benchmarks, its rows)
 are read from the paper's .tex and compared with the table built from small synthetic results."""
 import re
-from pathlib import Path
 import numpy as np, pandas as pd, pytest
 from lotus_nb.report import PAPER_METHODS, PAPER_ROWS, SUPP_ROWS, MISSING, render
 from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, block_label
+from lotus_nb.published import paper_tex, TEX_UNSET
 from lotus_nb.paper_tables import PAPER_COLUMNS, table_authors, table_pcc_authors, table_imagenet_authors, gumbel_shape, GUMBEL_ROWS
 
-REPO = Path(__file__).resolve().parents[1]
 ALIASES = {'Bad Teacher': 'BadT', 'Rnd Labeling': 'RndLbl'}   # the paper spells two methods two ways
 
 def tex_path():
-    "The paper's .tex: ../shared/paper/ beside the repository (locally and in CI); the tests skip without it"
-    d = REPO/'..'/'shared'/'paper'
-    fs = sorted(d.glob('*.tex')) if d.is_dir() else []
-    if not fs: pytest.skip(f"the paper's .tex is not in {d.resolve()}: nothing to compare the tables' shape with")
-    return fs[0]
+    "The paper's .tex, named by $LOTUS_NB_PAPER_TEX; the tests skip without it"
+    p = paper_tex()
+    if p is None: pytest.skip(TEX_UNSET)
+    return p
 
 def table_tex(label):
     "The tabular of the table labelled `label`"

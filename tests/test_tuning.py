@@ -1,4 +1,4 @@
-"""lotus_nb.tuner (issue 19): every method's search space is valid, a study killed with SIGKILL resumes without losing or
+"""lotus_nb.tuner: every method's search space is valid, a study killed with SIGKILL resumes without losing or
 redoing a finished trial, the validation sets never overlap a reported forget or test set, the tuned settings reach a benchmark,
 a clearly bad trial is pruned at its rung of reduced epochs (also when trials run two at a time), and nbs/tuning.ipynb runs
 end to end under papermill."""
