@@ -58,3 +58,55 @@ def test_tables_as_before():
 
 if __name__ == '__main__' and sys.argv[1:] == ['--write']:
     SNAPSHOT.write_text(json.dumps(dict(tables=tables(), lists=lists()), indent=1, ensure_ascii=False) + '\n')
+
+import pytest
+
+@pytest.mark.parametrize('tables', [None, ('main',)])
+def test_plugin_metric_goes_where_its_record_says(tmp_path, tables):
+    "A metric a plugin registers once is in the results rows, in the table its record names (default: '_extra') and in what the tracker gets"
+    from lotus_nb.registry import registered, registering
+    from lotus_nb.metrics import METRIC_FNS, register_metric
+    from lotus_nb.benchmark import run_benchmark
+    from lotus_nb.paper_tables import report_tables, table_avg_gap
+    from lotus_nb.tracking import Tracker
+    from lotus_nb.methods import display_name
+
+    class Memo(Tracker):   # keeps what it is sent
+        name = 'memo'
+        def __init__(self): super().__init__(tmp_path); self.rows = {}
+        def logged(self): return set(self.rows)
+        def log_row(self, key, bench, name, params, metrics, history, files): self.rows[key] = metrics
+        def log_benchmark(self, *a): pass
+
+    def conf_forget(outputs, ref): return outputs['forget'][0].softmax(-1).max(-1).values.mean()
+    with registered(METRIC_FNS), registering('plugin'):
+        register_metric('conf_forget', conf_forget, label='Forget conf.', higher_better=True, **({'tables': tables} if tables else {}))
+        assert METRIC_FNS.layer('conf_forget') == 'plugin'
+        memo = Memo()
+        res = run_benchmark(dataset='digits', model='resnet18_tiny', seeds=[1], methods=['original', 'gold', 'finetune'],
+                            out_dir=tmp_path, train_epochs=1, progress=False, tracking=memo).results
+        assert res['conf_forget'].between(0, 1).all() and len(res) == 3                            # every results row
+        assert all(0 <= m['conf_forget'] <= 1 for m in memo.rows.values()) and len(memo.rows) == 3  # the tracker's
+        extra = report_tables(res)['avg_gap_extra']
+        if tables is None: assert extra.loc['Forget conf.', display_name('finetune')] != ''       # the default: the '_extra' table
+        else:
+            assert 'Forget conf.' not in extra.index
+            main = table_avg_gap(res)                                                                # tab:avg_gap by our aggregation
+            assert list(main.index) == ['Avg Gap', 'JSD x1e4', 'RF-JSD x1e4', 'Time (min.)', 'Forget conf.'], list(main.index)
+    assert 'conf_forget' not in METRIC_FNS
+
+def test_metric_version_enters_setup_key():
+    "A metric's version, once set, changes the rows' setup key (their models' keys stay); no version keeps the key of before"
+    from lotus_nb.registry import registered
+    from lotus_nb.metrics import METRIC_FNS, register_metric
+    from lotus_nb.benchmark_spec import BenchmarkSpec, resolve_spec, prepare
+    spec = resolve_spec(BenchmarkSpec('digits', 'resnet18_tiny', 0.1, train_epochs=1))
+    before = prepare(spec, ['lotus'])
+    with registered(METRIC_FNS):
+        register_metric('toy_conf', lambda o, ref: 0.)
+        assert prepare(spec, ['lotus']).setup == before.setup                  # no version: the key of before
+    with registered(METRIC_FNS):
+        register_metric('toy_conf', lambda o, ref: 0., version='2')
+        p = prepare(spec, ['lotus'])
+        assert p.setup['lotus'] != before.setup['lotus'] and p.base == before.base
+    assert prepare(spec, ['lotus']).setup == before.setup
