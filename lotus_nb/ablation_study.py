@@ -18,9 +18,9 @@ from .report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
 from .paper_tables import VARIANT_OF   # the method whose variants this chapter studies: every table below selects its rows by this name
 
 # %% auto #0
-__all__ = ['PUBLISHED_TEXT', 'VAL_GAP_KEYS', 'TEST_COLUMNS', 'SWEEP_METRICS', 'paper_key', 'plan_ablation', 'lotus_variant',
-           'lotus_unseen_accuracy', 'stack_runs', 'val_avg_gap', 'alpha_criterion', 'select_alpha', 'table_alpha',
-           'table_lotus_salun', 'sweep_frame', 'plot_retain_sweep', 'table_retain_sweep']
+__all__ = ['PUBLISHED_TEXT', 'VAL_GAP_KEYS', 'TEST_COLUMNS', 'ABLATION_ROWS', 'SWEEP_METRICS', 'paper_key', 'plan_ablation',
+           'lotus_variant', 'lotus_unseen_accuracy', 'stack_runs', 'val_avg_gap', 'alpha_criterion', 'select_alpha',
+           'table_alpha', 'table_lotus_salun', 'sweep_frame', 'plot_retain_sweep', 'table_retain_sweep']
 
 # %% ../nbs/26_ablation_study.ipynb #d86d09ea
 PUBLISHED_TEXT = {
@@ -142,11 +142,13 @@ def table_alpha(runs:pd.DataFrame, # the stacked runs (stack_runs): LoTUS at eac
     return t
 
 # %% ../nbs/26_ablation_study.ipynb #cae633a0
+ABLATION_ROWS = ('Avg Gap', 'JSD x1e4', 'Time (min.)')   # the rows of MAIN_ROWS the ablations print
+
 def table_lotus_salun(results:pd.DataFrame,             # rows of one benchmark (gold and both methods)
                       methods=('lotus', 'lotus_salun'), # (reference, variant): the change is variant against reference
                       ) -> pd.DataFrame:
     "Avg Gap, JSD x1e4 and time of `methods` (and Gold), with the relative change of the second against the first"
-    rows = {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
+    rows = {k: MAIN_ROWS[k] for k in ABLATION_ROWS}
     df = results[results.method.isin([role_method('gold'), *methods])]
     t = metric_table(df, rows)
     mean, _ = summarize(df, [c for c, *_ in rows.values()])
@@ -155,7 +157,7 @@ def table_lotus_salun(results:pd.DataFrame,             # rows of one benchmark 
     return t[[c for c in t if c != 'best'] + ['best']]
 
 # %% ../nbs/26_ablation_study.ipynb #3d3f8f42
-SWEEP_METRICS = {'Avg Gap': ('avg_gap', 1.), 'JSD x1e4': ('jsd', 1e4), 'Time (min.)': ('time_min', 1.)}
+SWEEP_METRICS = {k: MAIN_ROWS[k][:2] for k in ABLATION_ROWS}   # label -> (column, scale), from the records
 
 def sweep_frame(parts:dict # retain_pct -> the rows of the benchmark run with it
                 ) -> pd.DataFrame:
@@ -177,7 +179,7 @@ def plot_retain_sweep(sweep:pd.DataFrame, # LoTUS rows with their retain_pct (sw
 def table_retain_sweep(sweep:pd.DataFrame # LoTUS rows with their retain_pct (sweep_frame)
                        ) -> pd.DataFrame:
     "Avg Gap, JSD x1e4 and time of LoTUS per retain fraction (columns), the lowest of each row ranked first"
-    rows = {k: MAIN_ROWS[k] for k in ('Avg Gap', 'JSD x1e4', 'Time (min.)')}
+    rows = {k: MAIN_ROWS[k] for k in ABLATION_ROWS}
     return metric_table(sweep.assign(method=sweep.retain_pct.map(lambda p: f'retain {p:.2f}')), rows)
 
 # %% ../nbs/26_ablation_study.ipynb #209b758d

@@ -20,6 +20,7 @@ from .training import Recipe, RECIPES
 from .checkpoints import load_checkpoint, cache_key
 from .methods import method_config, config_identity, list_methods, check_method, is_reference, role_method, RETAIN_DRAWS
 from .metrics import MIA_NONMEMBERS, MIA_MODES
+from .metric_facts import metric_versions   # each metric's record: nbs/00c_metric_facts.ipynb
 from .store import Store, row_id
 
 log = logging.getLogger('lotus_nb')
@@ -372,7 +373,9 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     if spec.eval_augmented: rp['eval_augmented'] = True
     if spec.mia_mode != 'eval': rp['mia_mode'] = spec.mia_mode
     if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
-    setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp) for m in methods}
+    load_plugins(); mv = metric_versions()   # a metric's version: its rows made again, its models kept (no version: the keys of before)
+    setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp, **({'metrics': mv} if mv else {}))
+             for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
     return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id, budget)
 

@@ -4,42 +4,78 @@
 
 # %% ../nbs/00c_metric_facts.ipynb #503773bd
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from .registry import Registry
 
 # %% auto #0
-__all__ = ['METRIC_FNS', 'Metric', 'add_metric', 'builtin_metrics']
+__all__ = ['TABLES', 'CERTAINTY_RULES', 'ROUNDINGS', 'METRIC_FNS', 'Metric', 'add_metric', 'builtin_metrics', 'table_metrics',
+           'gap_terms', 'logged_digits', 'logged_rounding', 'metric_versions']
 
 # %% ../nbs/00c_metric_facts.ipynb #27301e6d
+TABLES = {'main': "tab:avg_gap by our aggregation (the report's MAIN_ROWS, table_avg_gap)",
+          'extra': "the '_extra' table: every method that ran and every metric, by our aggregation (EXTRA_ROWS)",
+          'paper': "tab:avg_gap as the paper prints it, by the authors' aggregation (PAPER_ROWS); needs logged_digits",
+          'certain': "the rows of tab:avg_gap whose certainty is reported (CERTAIN_ROWS)",
+          'supp': "tab:avg_gap_supp as the paper prints it (SUPP_ROWS)",
+          'supp_extra': "the '_supp_extra' table's attacks beyond the paper's, each with its gap to Gold (EXTRA_MIA)"}
+CERTAINTY_RULES = ('value', 'gap')   # what a metric's ranked row compares: its value, or its gap to Gold
+ROUNDINGS = ('python', 'numpy')      # how the authors rounded a logged value: round() of a Python float, or of a numpy float64
+
 @dataclass(frozen=True)
 class Metric:
-    "A built-in metric's facts, as a registered metric's function carries them: `evaluate` (or the runner) computes it in its own pass"
+    "A built-in metric's record, every fact of it in one place (a registered metric's function carries the same fields as attributes)"
     metric_name: str            # its key in evaluate's result and its results column
     label: str                  # its row label in the tables
     scale: float = 1.           # factor applied in the tables, e.g. 1e4
     digits: int = 4             # decimals in the tables
     higher_better: bool = False # the largest value ranks first in the tables
     by: str = 'evaluate'        # what computes it: 'evaluate' (one pass per split) or 'runner' (Avg Gap, the time)
-    needs: tuple = ()           # a registered metric's needs; a built-in's are evaluate's own
+    needs: tuple = ()           # the splits and reference outputs it reads: evaluate computes it when all are there
+    equation: str = ''          # what it is, in one line
+    source: str = ''            # where the authors compute it (file:line), or 'ours'
+    tables: tuple = ('extra',)  # the tables it is a row of (TABLES): each a name, (name, label) or (name, label, place)
+    gap_term: int = None        # its place among Avg Gap's terms (0 first); None: not a term
+    certainty: str = None       # what its ranked rows compare (CERTAINTY_RULES); None: not ranked by certainty
+    logged_digits: int = None   # the decimals the authors' code logged it with; None: not logged (not in their aggregation)
+    logged_rounding: str = 'python' # how they rounded it (ROUNDINGS)
+    version: str = ''           # bumped when a change of its code changes its values: every non-empty one enters the rows' setup key
     builtin = True              # a lotus_nb metric: it cannot be registered over
 
 METRIC_FNS = Registry('metric')   # name -> Metric (a built-in) or fn (a registered metric)
 
+def _check(m:Metric):
+    "Refuse a record with an unknown table, certainty rule or rounding"
+    for t in m.tables:
+        t = (t,) if isinstance(t, str) else tuple(t)
+        if not 1 <= len(t) <= 3 or t[0] not in TABLES: raise ValueError(f"{m.metric_name!r}: table {t!r}: a name of {sorted(TABLES)}, "
+                                                                        "or (name, label) or (name, label, place)")
+    if m.certainty not in (None, *CERTAINTY_RULES):
+        raise ValueError(f"{m.metric_name!r}: certainty {m.certainty!r} not in {CERTAINTY_RULES}")
+    if m.logged_rounding not in ROUNDINGS: raise ValueError(f"{m.metric_name!r}: logged_rounding {m.logged_rounding!r} not in {ROUNDINGS}")
+
 def add_metric(name:str,                 # its key in evaluate's result and its results column
                fn=None,                  # fn(outputs, ref) -> float, which evaluate calls; None: a built-in (a Metric record)
-               needs=(),                 # the splits and reference outputs fn reads
+               needs=(),                 # the splits and reference outputs it reads
                label:str=None,           # its row label in the tables (default: the name)
                scale:float=1.,           # factor applied in the tables
                digits:int=4,             # decimals in the tables
                higher_better:bool=False, # the largest value ranks first in the tables
                by:str='evaluate',        # a built-in's computer: 'evaluate' or 'runner'
+               **facts                   # the record's other fields: equation, source, tables, gap_term, certainty, logged_digits, ...
               ):
-    "Register metric `name` in `METRIC_FNS` with its facts; a built-in cannot be registered over; returns the entry"
+    "Register metric `name` in `METRIC_FNS` with its record; a built-in cannot be registered over; returns the entry"
     if any(getattr(e, 'builtin', False) for e in METRIC_FNS.layers(name).values()): raise ValueError(f"{name!r} is a built-in metric of lotus_nb")
-    if fn is None: entry = Metric(name, label or name, scale, digits, higher_better, by, tuple(needs))
+    known = {f.name for f in fields(Metric)} - {'metric_name', 'label', 'scale', 'digits', 'higher_better', 'by', 'needs'}
+    if bad := set(facts) - known:
+        raise TypeError(f"{name!r}: no metric field {', '.join(sorted(bad))}; the fields are {', '.join(sorted(known))}")
+    if 'tables' in facts: facts['tables'] = (facts['tables'],) if isinstance(facts['tables'], str) else tuple(facts['tables'])
+    rec = Metric(name, label or name, scale, digits, higher_better, by if fn is None else 'evaluate', tuple(needs), **facts); _check(rec)
+    if fn is not None and rec.gap_term is not None:
+        raise ValueError(f"{name!r}: Avg Gap's terms are the paper's four built-ins; gap_term is theirs")
+    if fn is None: entry = rec
     else:
-        fn.metric_name, fn.needs, fn.label, fn.scale, fn.digits, fn.higher_better = name, tuple(needs), label or name, scale, digits, higher_better
-        fn.by, fn.builtin, entry = 'evaluate', False, fn
+        for f in fields(Metric): setattr(fn, f.name, getattr(rec, f.name))
+        fn.builtin, entry = False, fn
     return METRIC_FNS.register(name, entry)
 
 def builtin_metrics(by:str=None, # None: every built-in; 'evaluate' or 'runner': those it computes
@@ -47,17 +83,69 @@ def builtin_metrics(by:str=None, # None: every built-in; 'evaluate' or 'runner':
     "The built-in metrics, in their order: the results columns every row has"
     return [k for k, v in METRIC_FNS.items() if v.builtin and (by is None or v.by == by)]
 
-add_metric('acc_forget', label='Forget acc')
-add_metric('acc_retain', label='Retain acc')
-add_metric('acc_test', label='Test acc')
-add_metric('acc_unseen', label='Unseen acc')
-add_metric('mia', label='MIA')
-add_metric('mia_loss', label='MIA (loss)')
-add_metric('mia_svc', label='MIA (SVC)')
-add_metric('jsd', label='JSD x1e4', scale=1e4, digits=2)
-add_metric('jsd_authors', label="JSD x1e4 (authors' formula)", scale=1e4, digits=2)
-add_metric('rf_jsd', label='RF-JSD x1e4', scale=1e4, digits=2)
-add_metric('rf_jsd_authors', label="RF-JSD x1e4 (authors' formula)", scale=1e4, digits=2)
-add_metric('zrf', label='ZRF')
-add_metric('avg_gap', label='Avg Gap', by='runner')
-add_metric('time_min', label='Time (min.)', digits=2, by='runner')
+def _records(builtin_only:bool): return [(k, v) for k, v in METRIC_FNS.items() if v.builtin or not builtin_only]
+
+def table_metrics(table:str,               # a name of TABLES
+                  builtin_only:bool=False, # True: the built-ins alone (the tables' constants); False: every registered metric
+                 ) -> dict: # {row label: metric name}, ordered by place, then registration
+    "The rows of `table`, read from every record that names it: each under its label there (default: its label)"
+    if table not in TABLES: raise ValueError(f"no table {table!r}; the tables are {', '.join(TABLES)}")
+    rows = []
+    for i, (k, m) in enumerate(_records(builtin_only)):
+        for t in m.tables:
+            t = (t,) if isinstance(t, str) else tuple(t)
+            if t[0] == table: rows.append((t[2] if len(t) > 2 else 0, i, (t[1] if len(t) > 1 and t[1] else m.label), k))
+    return {label: k for *_, label, k in sorted(rows, key=lambda r: r[:2])}
+
+def gap_terms() -> tuple: # names, in their place
+    "Avg Gap's terms: the metrics whose records give a gap_term, in its order"
+    return tuple(k for _, k in sorted((m.gap_term, k) for k, m in METRIC_FNS.items() if m.gap_term is not None))
+
+def logged_digits(builtin_only:bool=False # True: the built-ins alone
+                 ) -> dict: # {name: decimals}, in registration order
+    "The metrics the authors' code logged, with the decimals it logged each with: what their aggregation reads"
+    return {k: m.logged_digits for k, m in _records(builtin_only) if m.logged_digits is not None}
+
+def logged_rounding(builtin_only:bool=False # True: the built-ins alone
+                   ) -> dict: # {name: 'numpy'}: the logged metrics not rounded by Python's round
+    "The logged metrics whose rounding is not Python's"
+    return {k: m.logged_rounding for k, m in _records(builtin_only) if m.logged_digits is not None and m.logged_rounding != 'python'}
+
+def metric_versions() -> dict: # {name: version}, the non-empty ones, sorted by name
+    "The versions of the registered metrics that have one: what a row's setup key holds of them (none: the key as before)"
+    return {k: str(m.version) for k, m in sorted(METRIC_FNS.items()) if m.version}
+
+# %% ../nbs/00c_metric_facts.ipynb #2ef1deff
+_ACC = dict(digits=4, logged_digits=2, equation='correct/total, top-1 accuracy')   # helpers/eval.py:16-33, logged round(2) at :32
+add_metric('acc_forget', label='Forget acc', needs=('forget',), tables=(('supp', 'Forget Acc.'),), gap_term=1, certainty='gap',
+           source='helpers/eval.py:16-33', **_ACC)
+add_metric('acc_retain', label='Retain acc', needs=('retain',), tables=(('supp', 'Retain Acc.'),), gap_term=2, certainty='gap',
+           source='helpers/eval.py:16-33', **_ACC)
+add_metric('acc_test', label='Test acc', needs=('test',), tables=(('supp', 'Test Acc.'),), gap_term=3, certainty='gap',
+           source='helpers/eval.py:16-33', **_ACC)
+add_metric('acc_unseen', label='Unseen acc', needs=('unseen',), tables=(), source='helpers/eval.py:16-33', **_ACC)
+add_metric('mia', label='MIA', needs=('forget', 'retain', 'test'), tables=(('supp', 'MIA Acc.', -1),), gap_term=0, certainty='gap',
+           logged_digits=2, logged_rounding='numpy', source='helpers/eval.py:250-364',
+           equation='logistic regression on output entropies (D_r members, test and D_u non-members): mean prediction on D_f')
+add_metric('mia_loss', label='MIA (loss)', needs=('forget', 'test'), tables=('supp_extra',), source='ours',
+           equation='cross-validated logistic regression on per-sample losses, D_f against the test set')
+add_metric('mia_svc', label='MIA (SVC)', needs=('forget', 'retain', 'test'), tables=('supp_extra',), source='ours',
+           equation='SVC on confidence, entropy and modified entropy (D_r members, test non-members): mean prediction on D_f')
+_JSD = dict(scale=1e4, digits=2)
+add_metric('jsd', label='JSD x1e4', needs=('forget', 'gold_forget'), tables=('main', 'extra'), source='ours', **_JSD,
+           equation='mean over D_f of JS(f_un(x), f_gold(x)), natural log')
+add_metric('jsd_authors', label="JSD x1e4 (authors' formula)", needs=('forget', 'gold_forget'), **_JSD,
+           tables=('extra', ('paper', 'JSD ×1e4'), ('certain', 'JSD ×1e4')), certainty='value', logged_digits=6,
+           source='helpers/eval.py:170-185', equation="the public code's JS of f_un and f_gold on D_f")
+add_metric('rf_jsd', label='RF-JSD x1e4', needs=('forget', 'orig_unseen'), tables=('main', 'extra'), source='ours', **_JSD,
+           equation="mean over classes of JS(f_un's mean output on D_f, f_orig's on D_u)")
+add_metric('rf_jsd_authors', label="RF-JSD x1e4 (authors' formula)", needs=('forget', 'orig_test'), tables=('extra',), **_JSD,
+           logged_digits=6, source='helpers/eval.py:65-165', equation="the public code's RF-JSD, f_orig read on the test set")
+add_metric('zrf', label='ZRF', needs=('forget', 'rand_forget'), tables=('main', 'extra'), source='ours',
+           equation='1 - mean over D_f of JS(f_un(x), f_rand(x))')
+add_metric('avg_gap', label='Avg Gap', by='runner', certainty='value', source='results.ipynb cell 0',
+           tables=(('main', None, -1), ('extra', 'Avg Gap (ours: mean of per-seed gaps)', -1), ('paper', 'Avg Gap', -1),
+                   ('certain', 'Avg Gap', -1), ('supp', 'Avg Gap')),
+           equation="mean of |metric - Gold's| over Avg Gap's terms")
+add_metric('time_min', label='Time (min.)', digits=2, by='runner', tables=('main', 'extra', ('paper', 'Time (min.)')), logged_digits=2,
+           source='unlearn.py:196', equation="the unlearning method's wall-clock minutes")

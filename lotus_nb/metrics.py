@@ -18,8 +18,8 @@ from .loaders import rehearsal_caps   # the open rehearsal of this context: nbs/
 __all__ = ['SVC_FEATURES', 'GAP_KEYS', 'AUGMENTABLE', 'BUILTIN_METRICS', 'SPLITS', 'MIA_NONMEMBERS', 'MIA_MODES', 'accuracy',
            'entropy', 'mia_entropy', 'equal_counts', 'mia_loss_cv', 'modified_entropy', 'mia_features', 'mia_svc',
            'rbf_decision', 'js_rows', 'js_authors', 'jsd', 'class_means', 'rf_jsd', 'zrf', 'avg_gap', 'Reference',
-           'probs_of', 'reference_outputs', 'register_metric', 'list_metrics', 'extra_metrics', 'attack_pool',
-           'resolve', 'evaluate', 'metric_costs']
+           'probs_of', 'reference_outputs', 'register_metric', 'list_metrics', 'has_needs', 'extra_metrics',
+           'attack_pool', 'resolve', 'evaluate', 'metric_costs']
 
 # %% ../nbs/06_metrics.ipynb #50c3d889
 def accuracy(logits:torch.Tensor, # N x K logits (or probabilities: only the argmax counts)
@@ -182,7 +182,8 @@ def zrf(p_un:torch.Tensor,   # N x K probabilities of f_un on the forget set
     return 1 - (js_authors(p_un, p_rand) if authors else js_rows(p_un, p_rand).mean().item())
 
 # %% ../nbs/06_metrics.ipynb #c2d7d6b8
-GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_test')
+from .metric_facts import gap_terms   # each metric's record: nbs/00c_metric_facts.ipynb
+GAP_KEYS = gap_terms()   # ('mia', 'acc_forget', 'acc_retain', 'acc_test'): the records with a gap_term, in its order
 
 def avg_gap(run:dict,       # metrics of the unlearned model (the result of evaluate)
             gold:dict,      # the same metrics of the gold standard model
@@ -251,26 +252,33 @@ def register_metric(name:str,              # its key in evaluate's result and it
                     scale:float=1.,        # factor applied in the tables, e.g. 1e4
                     digits:int=4,          # decimals in the tables
                     higher_better:bool=False, # the largest value ranks first in the tables
+                    **facts,               # the record's other fields (metric_facts.Metric): tables (default: extra), source, ...
                    ):
     "Register an extra metric that `evaluate` computes from its one pass per split, beside the built-ins (`add_metric`); returns `fn` (or a decorator)"
-    if fn is None: return lambda f: register_metric(name, f, needs, label, scale, digits, higher_better)
+    if fn is None: return lambda f: register_metric(name, f, needs, label, scale, digits, higher_better, **facts)
     if name == 'entropies': raise ValueError("'entropies' is a key of evaluate's result (return_entropies), not a metric name")
     for k in needs: check_choice(k, (*SPLITS, *(f.name for f in dataclasses.fields(Reference) if f.name != 'augmented')), 'need')
-    return add_metric(name, fn, needs, label, scale, digits, higher_better)
+    return add_metric(name, fn, needs, label, scale, digits, higher_better, **facts)
 
 def list_metrics(builtin:bool=False # False: the registered extras; True: the built-ins; None: all
                 ) -> list:
     "The metrics in registration order: by default the registered extras, the columns they add beyond the built-ins"
     load_plugins(); return [k for k, f in METRIC_FNS.items() if builtin is None or f.builtin == builtin]
 
+def has_needs(f,            # a metric's record (or a registered metric's function)
+              logits:dict,  # split -> (logits, labels) of the model scored
+              ref:Reference # the cached reference outputs
+             ) -> bool:
+    "Whether every split and reference output the record of a metric needs is there: evaluate computes it then"
+    return all(k in logits if k in SPLITS else getattr(ref, k) is not None for k in f.needs)
+
 def extra_metrics(logits:dict,  # split -> (logits, labels) of the model scored
                   ref:Reference # the cached reference outputs
                  ) -> dict:     # name -> value, for every registered metric whose needs are met
     "The registered metrics of one model, each computed when all it needs is there"
-    have = lambda k: k in logits if k in SPLITS else getattr(ref, k) is not None
     load_plugins(); out = {}
     for name, f in METRIC_FNS.items():
-        if f.builtin or not all(map(have, f.needs)): continue   # a built-in: evaluate's own pass
+        if f.builtin or not has_needs(f, logits, ref): continue   # a built-in: evaluate's own pass
         try: out[name] = float(f(logits, ref))
         except Exception as e: raise RuntimeError(f"metric {name!r} ({f.__module__}.{f.__qualname__}) failed: {e}") from e
     return out
@@ -354,13 +362,15 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
                    mia_svc=(mia_svc, [mia_features(*out[k]) for k in ('retain', 'test', 'forget')]))
     res.update({k: attack_pool().submit(f, *a) if defer_attacks else f(*a) for k, (f, a) in attacks.items()})
     pf, yf = out['forget']
-    if ref.gold_forget is not None:
-        res['jsd'] = jsd(pf, ref.gold_forget, authors=authors_jsd)
-        res['jsd_authors'] = jsd(pf, ref.gold_forget, authors=True)   # the published scale, always beside (same probabilities)
-    if ref.orig_unseen is not None: res['rf_jsd'] = rf_jsd(pf, yf, ref.orig_unseen, ref.y_unseen)
-    if ref.orig_test is not None: res['rf_jsd_authors'] = rf_jsd(pf, yf, ref.orig_test, ref.y_test, authors=True)   # the published scale
-    if ref.rand_forget is not None: res['zrf'] = zrf(pf, ref.rand_forget)
+    compute = dict(jsd=lambda: jsd(pf, ref.gold_forget, authors=authors_jsd),
+                   jsd_authors=lambda: jsd(pf, ref.gold_forget, authors=True),   # the published scale, always beside (same probabilities)
+                   rf_jsd=lambda: rf_jsd(pf, yf, ref.orig_unseen, ref.y_unseen),
+                   rf_jsd_authors=lambda: rf_jsd(pf, yf, ref.orig_test, ref.y_test, authors=True),   # the published scale
+                   zrf=lambda: zrf(pf, ref.rand_forget))
+    for name, f in compute.items():   # each where its record's needs are met
+        if has_needs(METRIC_FNS[name], logits, ref): res[name] = f()
     res.update(extra_metrics(logits, ref))
+    res = {**{k: res[k] for k, _ in METRIC_FNS.items() if k in res}, **res}   # the registry's order
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in mia_ent.items()}
     return res
 

@@ -12,7 +12,7 @@ from .methods import MethodConfig, method_config, list_methods, display_name, is
 from .metrics import GAP_KEYS
 from .report import (fmt_pm, make_table, metric_table, extra_rows, MAIN_ROWS, RESOURCE_ROWS, SUPP_LABELS, EXTRA_MIA, gaps_to_gold,
     aggregate_authors, cell_authors, rank_ties, PAPER_DIGITS, paper_methods, PAPER_ROWS, MISSING, shape, _authors_agg, SUPP_ROWS, SUPP_RANKED,
-    CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table)
+    CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table, table_rows, table_columns, ranked_columns)
 from .paper_plan import PAPER_BENCHMARKS, block_label
 import lotus_nb.paper_plan, lotus_nb.artifacts, lotus_nb.forget_sample
 
@@ -27,17 +27,18 @@ __all__ = ['SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'PAPER_COLUMNS', 'VARIANT_OF',
 
 # %% ../nbs/22_paper_tables.ipynb #1cf55433
 def table_avg_gap(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
-                  rows:dict=None        # {label: (column, scale, digits)}; None: MAIN_ROWS without ZRF
+                  rows:dict=None        # {label: (column, scale, digits)}; None: the 'main' table's (MAIN_ROWS, plugins'), no ZRF
                  ) -> pd.DataFrame:
     "The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4 and time (ZRF with `rows=MAIN_ROWS`), mean ± std over seeds"
-    return metric_table(results, rows or {k: v for k, v in MAIN_ROWS.items() if k != 'ZRF'})
+    return metric_table(results, rows or {k: v for k, v in table_rows('main').items() if k != 'ZRF'})
 
 # %% ../nbs/22_paper_tables.ipynb #cf7b491e
 def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows included (one per seed)
                       ) -> pd.DataFrame:
     "The paper's `tab:avg_gap_supp` for one benchmark: each Avg Gap term, then the loss and SVC MIAs, each with its gap to gold, mean ± std"
-    keys = list(GAP_KEYS) + [k for k in EXTRA_MIA if k in results and results[k].notna().any()]
-    labels, rows = {**SUPP_LABELS, **EXTRA_MIA}, {}
+    extra = {k: label for label, k in table_columns('supp_extra').items()}   # EXTRA_MIA and the plugins' rows of this table
+    keys = list(GAP_KEYS) + [k for k in extra if k in results and results[k].notna().any()]
+    labels, rows = {**SUPP_LABELS, **extra}, {}
     for k in keys: rows[labels[k]] = (k, 1, 4); rows[f'|Δ {labels[k]}|'] = (f'gap_{k}', 1, 4)
     t = metric_table(gaps_to_gold(results, keys), rows)
     for k in keys: t.loc[labels[k], 'best'] = ''
@@ -47,10 +48,10 @@ def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows
 # %% ../nbs/22_paper_tables.ipynb #274177a7
 def table_avg_gap_authors(results:pd.DataFrame,  # rows of results.csv of one benchmark: one per (method, seed), Gold's included
                 methods=None,          # the columns (registry names), in order; only these are ranked; None: paper_methods()
-                rows:dict=PAPER_ROWS   # {label: aggregate_authors's column}, in order
+                rows:dict=None         # {label: aggregate_authors's column}, in order; None: the 'paper' table's (PAPER_ROWS, plugins' too)
                ) -> pd.DataFrame:
     "One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods` by the authors' aggregation, the paper's methods alone ranked, ties all bold"
-    methods = paper_methods() if methods is None else methods
+    methods, rows = paper_methods() if methods is None else methods, table_columns('paper') if rows is None else rows
     agg, cells, ranks = _authors_agg(results, methods), {}, {}
     for label, col in rows.items():
         if col not in agg or agg[col].isna().all(): continue
@@ -63,23 +64,26 @@ def table_avg_gap_supp_authors(results:pd.DataFrame,  # rows of one benchmark, G
                      methods=None           # the columns (registry names), in order; only these are ranked; None: paper_methods()
                     ) -> pd.DataFrame:
     "One benchmark's block of `tab:avg_gap_supp` as printed, by the authors' aggregation: `mean ± std (gap to Gold)` per Avg Gap term, then Avg Gap; gaps ranked, ties all bold"
-    methods = paper_methods() if methods is None else methods
+    methods, supp = paper_methods() if methods is None else methods, table_columns('supp')   # SUPP_ROWS and the plugins' rows
+    ranked = ranked_columns(supp)
     agg, cells, ranks = _authors_agg(results, methods), {}, {}
-    for label, k in SUPP_ROWS.items():
+    for label, k in supp.items():
         if k not in agg or agg[k].isna().all(): continue
-        gap = agg[SUPP_RANKED[label]]
+        gap = agg[ranked[label]]
         txt = lambda m: '' if k == 'avg_gap' or is_reference(m) or pd.isna(gap[m]) else f' ({gap[m]:.2f})'
         cells[label] = {m: cell_authors(agg, m, k) + txt(m) for m in agg.index if pd.notna(agg.loc[m, k])}
         if gap.notna().any(): ranks[label] = rank_ties(gap)
-    return shape(make_table(cells, ranks) if cells else pd.DataFrame(), SUPP_ROWS, [display_name(m) for m in methods])
+    return shape(make_table(cells, ranks) if cells else pd.DataFrame(), supp, [display_name(m) for m in methods])
 
 # %% ../nbs/22_paper_tables.ipynb #f9355637
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table
     "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its '_certainty'; '_extra': ours, every method that ran and every metric; 'moved': whether each method moved the model (where the Original ran)"
     out = {'avg_gap': table_avg_gap_authors(results), 'avg_gap_certainty': certainty(results),
-           'avg_gap_supp': table_avg_gap_supp_authors(results), 'avg_gap_supp_certainty': certainty(results, rows=SUPP_RANKED),
-           'avg_gap_extra': table_avg_gap(results, {**EXTRA_ROWS, **extra_rows(), **RESOURCE_ROWS}), 'avg_gap_supp_extra': table_avg_gap_supp(results)}
+           'avg_gap_supp': table_avg_gap_supp_authors(results),
+           'avg_gap_supp_certainty': certainty(results, rows=ranked_columns(table_columns('supp'))),
+           'avg_gap_extra': table_avg_gap(results, {**table_rows('extra'), **RESOURCE_ROWS}),   # the records' 'extra' rows, plugins' too
+           'avg_gap_supp_extra': table_avg_gap_supp(results)}
     return {**out, 'moved': mv} if len(mv := moved_table(results)) else out
 
 # %% ../nbs/22_paper_tables.ipynb #c6ce859e
@@ -140,11 +144,11 @@ def _synthetic_named(t:pd.DataFrame) -> pd.DataFrame:   # tab:cifar's synthetic 
 
 def table_authors(label:str,      # a paper table: 'tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class', 'tab:avg_gap_supp'
                 parts:dict,     # PaperBenchmark -> results rows (None or absent: an empty block), as paper_parts gives
-                rows:dict=None  # {label: aggregate_authors column}; None: PAPER_ROWS (tab:avg_gap_supp: its own)
+                rows:dict=None  # {label: aggregate_authors column}; None: the 'paper' table's (tab:avg_gap_supp: its own)
                ) -> pd.DataFrame:
     "`label` as the paper prints it, by the authors' aggregation: its blocks in order ('<block> | <row>'), its rows, its columns; only its methods ranked"
     methods = PAPER_COLUMNS[label]
-    make = table_avg_gap_supp_authors if label == 'tab:avg_gap_supp' else (lambda df, ms: table_avg_gap_authors(df, ms, rows or PAPER_ROWS))
+    make = table_avg_gap_supp_authors if label == 'tab:avg_gap_supp' else (lambda df, ms: table_avg_gap_authors(df, ms, rows))
     blocks, rank = [], {}
     for pb in PAPER_BENCHMARKS[label]:
         df = parts.get(pb); t = make(df if df is not None else pd.DataFrame(columns=['method', 'seed']), methods)
@@ -171,7 +175,7 @@ def certainty_authors(label:str, # a paper table, as table_authors takes
                     parts:dict # PaperBenchmark -> results rows or None, as paper_parts gives
                    ) -> pd.DataFrame:
     "How sure each ranking of `table_authors(label, parts)` is: per block and ranked row, the best and second, second - best per seed, seeds where the order holds"
-    rows = SUPP_RANKED if label == 'tab:avg_gap_supp' else CERTAIN_ROWS
+    rows = ranked_columns(table_columns('supp' if label == 'tab:avg_gap_supp' else 'certain'))
     t = stacked_certainty({block_label(pb): parts.get(pb) for pb in PAPER_BENCHMARKS[label]}, PAPER_COLUMNS[label], rows)
     return _synthetic_named(t)
 

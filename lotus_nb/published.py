@@ -12,6 +12,7 @@ from .paper_plan import PAPER_BENCHMARKS, PB, LABELS
 from .methods import is_reference, role_method
 from .store import atomic_write
 from .report import aggregate_authors, LOGGED_DIGITS
+from .metrics import GAP_KEYS   # Avg Gap's terms, from their records
 from .paper_tables import pcc_jsd_rf_authors
 
 # %% auto #0
@@ -302,7 +303,7 @@ def published(label:str=None, # a table, e.g. 'tab:avg_gap'; None: every table
     return df.reset_index(drop=True)
 
 # %% ../nbs/27_published.ipynb #20c0d15b
-GAP_METRICS = ('mia', 'acc_forget', 'acc_retain', 'acc_test')   # the accuracies whose gaps to Gold make Avg Gap
+GAP_METRICS = GAP_KEYS   # the metrics whose gaps to Gold make Avg Gap: the records with a gap_term
 BENCH = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen']
 
 def _class_name(c, names) -> str:

@@ -10,16 +10,17 @@ import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
 from .checks import check_choice
 from .metrics import GAP_KEYS, METRIC_FNS, list_metrics
+from .metric_facts import table_metrics, logged_digits, logged_rounding   # each metric's record: nbs/00c_metric_facts.ipynb
 from .methods import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',
            'LOGGED_ROUNDING', 'ROUNDINGS', 'PAPER_METHODS', 'PAPER_ROWS', 'MISSING', 'SUPP_ROWS', 'SUPP_RANKED',
-           'CERTAIN_ROWS', 'NO_CHANGE', 'OURS_AVG_GAP', 'EXTRA_ROWS', 'summarize', 'fmt_pm', 'rank_row', 'make_table',
-           'render', 'metric_row', 'metric_rows', 'higher_better', 'extra_rows', 'metric_table', 'gaps_to_gold',
-           'as_logged', 'aggregate_authors', 'rank_ties', 'cell_authors', 'paper_methods', 'best_of', 'shape',
-           'per_seed', 'certainty', 'standing', 'no_change', 'moved_table', 'save_table', 'plot_tau_trace',
-           'plot_entropy']
+           'CERTAIN_ROWS', 'NO_CHANGE', 'EXTRA_ROWS', 'OURS_AVG_GAP', 'summarize', 'fmt_pm', 'rank_row', 'make_table',
+           'render', 'metric_row', 'metric_rows', 'higher_better', 'table_columns', 'table_rows', 'extra_rows',
+           'metric_table', 'gaps_to_gold', 'as_logged', 'aggregate_authors', 'rank_ties', 'cell_authors',
+           'paper_methods', 'best_of', 'shape', 'ranked_columns', 'per_seed', 'certainty', 'standing', 'no_change',
+           'moved_table', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../nbs/07_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -94,7 +95,20 @@ def higher_better(col:str # a results column; an unregistered one (a gap, a reso
     "Whether the largest value of `col` ranks first: its registered `higher_better`"
     return bool(getattr(METRIC_FNS.get(col), 'higher_better', False))
 
-MAIN_ROWS = metric_rows(('avg_gap', 'jsd', 'rf_jsd', 'zrf', 'time_min'))   # tab:avg_gap's metrics, under their registered labels
+def table_columns(table:str,               # a table of the records (metric_facts.TABLES): 'main', 'extra', 'paper', 'certain', 'supp', ...
+                  builtin_only:bool=False, # True: the built-ins alone (the constants below); False: every registered metric, plugins' too
+                 ) -> dict: # {row label: column}, in the table's order
+    "The rows of `table` as its metrics' records name them: `{label: column}`"
+    if not builtin_only: list_metrics()   # the plugins' metrics registered first
+    return table_metrics(table, builtin_only)
+
+def table_rows(table:str,               # as table_columns
+               builtin_only:bool=False, # as table_columns
+              ) -> dict: # {row label: (column, scale, digits)}, as metric_table takes them
+    "The rows of `table` with each metric's registered scale and digits"
+    return {label: metric_row(k) for label, k in table_columns(table, builtin_only).items()}
+
+MAIN_ROWS = table_rows('main', True)   # tab:avg_gap's metrics, under their registered labels
 RESOURCE_ROWS = {'Peak device memory (MiB)': ('peak_mem_mb', 1, 0), 'Peak host memory (MiB)': ('peak_rss_mb', 1, 0)}   # what a run used (rows without it: skipped)
 
 def extra_rows() -> dict: # {label: (column, scale, digits)}
@@ -116,7 +130,7 @@ def metric_table(results:pd.DataFrame, # rows of results.csv of one benchmark: o
 
 # %% ../nbs/07_report.ipynb #f8ef7214
 SUPP_LABELS = {k: _facts(k).label for k in GAP_KEYS}   # the Avg Gap terms, under their registered labels
-EXTRA_MIA = {k: _facts(k).label for k in ('mia_loss', 'mia_svc')}   # population attacks beyond the paper's (not in Avg Gap)
+EXTRA_MIA = {k: label for label, k in table_columns('supp_extra', True).items()}   # population attacks beyond the paper's (not in Avg Gap)
 
 def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows included (one per seed)
                  keys=GAP_KEYS         # metric columns to compare with f_gold: by default the four Avg Gap terms
@@ -128,13 +142,12 @@ def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows incl
     return out
 
 # %% ../nbs/07_report.ipynb #163651e5
-LOGGED_DIGITS = {'acc_forget': 2, 'acc_retain': 2, 'acc_test': 2, 'acc_unseen': 2, 'mia': 2,   # helpers/eval.py:32, :364
-                 'jsd_authors': 6, 'rf_jsd_authors': 6,                                       # helpers/eval.py:185, :165
-                 'time_min': 2}                                                             # unlearn.py:196
-PAPER_SCALE = {c: _facts(c).scale for c in LOGGED_DIGITS if _facts(c).scale != 1}   # results.ipynb cell 0: js and js_proxy x 1e4 (their registered scale), before round(2)
+LOGGED_DIGITS = logged_digits(True)   # the records' logged_digits: helpers/eval.py:32, :364, :185, :165; unlearn.py:196
+def _paper_scale(cols): return {c: _facts(c).scale for c in cols if _facts(c).scale != 1}
+PAPER_SCALE = _paper_scale(LOGGED_DIGITS)   # results.ipynb cell 0: js and js_proxy x 1e4 (their registered scale), before round(2)
 PAPER_DIGITS = {'avg_gap': 4}   # the printed decimals: Avg Gap 4, every other number 2
 
-LOGGED_ROUNDING = {'mia': 'numpy'}   # helpers/eval.py:363-364: round() of a numpy float64 (results.mean()); every other value is a Python float
+LOGGED_ROUNDING = logged_rounding(True)   # the records': helpers/eval.py:363-364, round() of a numpy float64; the rest: Python's round
 ROUNDINGS = ('numpy', 'python')
 
 def _round(v:float, d:int, how:str) -> float:
@@ -142,14 +155,15 @@ def _round(v:float, d:int, how:str) -> float:
     return float(np.round(np.float64(v), d)) if how == 'numpy' else round(float(v), d)
 
 def as_logged(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
-              digits:dict=None,     # {column: decimals}; None: LOGGED_DIGITS
-              rounding:dict=None,   # {column: 'numpy' or 'python'}; None: LOGGED_ROUNDING (a column not named: 'python')
+              digits:dict=None,     # {column: decimals}; None: every record's logged_digits (LOGGED_DIGITS and the plugins')
+              rounding:dict=None,   # {column: 'numpy' or 'python'}; None: every record's (LOGGED_ROUNDING; a column not named: 'python')
              ) -> pd.DataFrame:
     "`results` with each metric of each row rounded as the authors' code logged it: the MIA by numpy, the rest by Python's `round`"
-    rounding = LOGGED_ROUNDING if rounding is None else rounding
+    if digits is None or rounding is None: list_metrics()   # the plugins' records first
+    rounding = logged_rounding() if rounding is None else rounding
     for c, how in rounding.items(): check_choice(how, ROUNDINGS, f'{c} rounding')
     out = results.copy()
-    for c, d in (digits or LOGGED_DIGITS).items():
+    for c, d in (digits or logged_digits()).items():
         if c in out: out[c] = [_round(v, d, rounding.get(c, 'python')) if pd.notna(v) else np.nan for v in out[c]]
     return out
 
@@ -160,10 +174,10 @@ def aggregate_authors(results:pd.DataFrame, # rows of one benchmark: one per (me
     "The authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the logged values, JSD x1e4, round(2); gaps of the rounded means; Avg Gap round(4)"
     if not len(results): return pd.DataFrame(columns=['avg_gap', 'seeds'])
     df = as_logged(results, rounding=rounding)
-    cols = [c for c in LOGGED_DIGITS if c in df and df[c].notna().any()]
+    cols = [c for c in logged_digits() if c in df and df[c].notna().any()]
     idx, g = ordered_methods(df['method']), df.groupby('method')
     mean, std = g[cols].mean().reindex(idx), g[cols].std().reindex(idx)   # pandas' std: ddof=1, as aggregate(['mean', 'std'])
-    for c, k in PAPER_SCALE.items():
+    for c, k in _paper_scale(cols).items():
         if c in cols: mean[c], std[c] = mean[c]*k, std[c]*k
     out = pd.concat([mean.round(2), std.round(2).add_suffix('_std')], axis=1)
     gold = role_method('gold')
@@ -200,7 +214,7 @@ def paper_methods() -> tuple: # registry names, in column order
 from .registry import Names
 PAPER_METHODS = Names(paper_methods)   # the paper's columns, read from the registry on every read
 
-PAPER_ROWS = {'Avg Gap': 'avg_gap', 'JSD ×1e4': 'jsd_authors', 'Time (min.)': 'time_min'}   # label -> aggregate_authors's column
+PAPER_ROWS = table_columns('paper', True)   # label -> aggregate_authors's column
 MISSING = '—'   # a cell the paper has and we do not: the method did not run, the block has no benchmark, or the rows lack the column
 
 def best_of(table:pd.DataFrame, # a ranked table (ranks in attrs['rank'])
@@ -223,11 +237,16 @@ def _authors_agg(results, methods):   # the authors' aggregation of every row (G
     return agg.loc[[m for m in agg.index if m in methods]]
 
 # %% ../nbs/07_report.ipynb #a9d3ef9f
-SUPP_ROWS = {'MIA Acc.': 'mia', 'Forget Acc.': 'acc_forget', 'Retain Acc.': 'acc_retain', 'Test Acc.': 'acc_test', 'Avg Gap': 'avg_gap'}
-SUPP_RANKED = {label: (k if k == 'avg_gap' else f'gap_{k}') for label, k in SUPP_ROWS.items()}   # what each row ranks: its gap to Gold
+def ranked_columns(rows:dict # {row label: metric}
+                  ) -> dict: # {row label: the column its rank reads}
+    "What each row ranks, by its record's certainty rule: the metric itself ('value') or its gap to Gold ('gap', the column gap_<metric>)"
+    return {label: f'gap_{k}' if _facts(k).certainty == 'gap' else k for label, k in rows.items()}
+
+SUPP_ROWS = table_columns('supp', True)   # tab:avg_gap_supp's rows
+SUPP_RANKED = ranked_columns(SUPP_ROWS)   # what each row ranks: its gap to Gold (Avg Gap itself)
 
 # %% ../nbs/07_report.ipynb #c7784bac
-CERTAIN_ROWS = {'Avg Gap': 'avg_gap', 'JSD ×1e4': 'jsd_authors'}   # the ranked rows whose certainty is reported
+CERTAIN_ROWS = table_columns('certain', True)   # the ranked rows whose certainty is reported
 
 def per_seed(results:pd.DataFrame, # rows of one benchmark, Gold's included
              col:str               # a aggregate_authors column, e.g. 'avg_gap'
@@ -241,12 +260,12 @@ def _names(ms, agg, col):
 
 def certainty(results:pd.DataFrame,  # rows of one benchmark, Gold's included (one per seed)
               methods=None,          # the table's methods (registry names): only these are ranked; None: paper_methods()
-              rows:dict=None         # {row label: aggregate_authors column}; None: CERTAIN_ROWS
+              rows:dict=None         # {row label: aggregate_authors column}; None: the 'certain' table's (CERTAIN_ROWS and the plugins')
              ) -> pd.DataFrame:
     "For each ranked row: the best and the second method, second - best on each seed (the table's computation, per seed), and in how many seeds the order holds"
     methods = paper_methods() if methods is None else methods
     agg, out = _authors_agg(results, methods), {}
-    for label, col in (rows or CERTAIN_ROWS).items():
+    for label, col in (rows or ranked_columns(table_columns('certain'))).items():
         if col not in agg or agg[col].isna().all(): continue
         rk, d = rank_ties(agg[col]), PAPER_DIGITS.get(col, 2)
         best, second = [m for m, k in rk.items() if k == 1], [m for m, k in rk.items() if k == 2]
@@ -309,8 +328,8 @@ def moved_table(results:pd.DataFrame, # rows of one benchmark, the Original's in
 
 
 # %% ../nbs/07_report.ipynb #38b27178
-OURS_AVG_GAP = 'Avg Gap (ours: mean of per-seed gaps)'
-EXTRA_ROWS = {OURS_AVG_GAP: metric_row('avg_gap'), **metric_rows(('jsd', 'jsd_authors', 'rf_jsd', 'rf_jsd_authors', 'zrf', 'time_min'))}   # the '_extra' table's rows: our aggregation, labelled so
+EXTRA_ROWS = table_rows('extra', True)   # the '_extra' table's built-in rows: our aggregation, labelled so
+OURS_AVG_GAP = next(label for label, (k, *_) in EXTRA_ROWS.items() if k == 'avg_gap')   # 'Avg Gap (ours: mean of per-seed gaps)'
 
 # %% ../nbs/07_report.ipynb #930759a8
 def save_table(table:pd.DataFrame, # a make_table table (ranks in attrs['rank'] give the markup)

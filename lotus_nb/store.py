@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 import numpy as np, pandas as pd
-from .metric_facts import builtin_metrics   # the built-in metrics, registered without torch: nbs/00c_metric_facts.ipynb
+from .metric_facts import builtin_metrics, METRIC_FNS   # the built-in metrics, registered without torch: nbs/00c_metric_facts.ipynb
 
 log = logging.getLogger('lotus_nb')
 
@@ -354,7 +354,8 @@ def _log_row(self:Store, ident:tuple, row:dict):
     for kind, name in (rec.get('checkpoints') or {}).items():
         if (p := self.checkpoints/name).exists(): params[f'checkpoint.{kind}'] = str(p.absolute())
     skip = set(KEY) | {'method_seed'}
-    metrics = {k: float(v) for k, v in row.items() if k not in skip and _finite(v)}
+    known = [k for k, _ in METRIC_FNS.items() if k in row]   # the registered metrics first, in the registry's order, then the rest
+    metrics = {k: float(row[k]) for k in [*known, *(k for k in row if k not in known)] if k not in skip and _finite(row[k])}
     history = {}
     for i, e in enumerate(rec.get('trace') or []):
         for k, v in e.items():
