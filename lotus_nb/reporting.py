@@ -47,6 +47,7 @@ def benchmark_rows(store:Store,   # the results store
 # %% ../nbs/19b_reporting.ipynb #bb600ef1
 class Subscriber:
     "A listener of the grid's events: override the hooks it needs; each does nothing by default"
+    def __init__(self): pass   # a subscriber keeps what it needs; the base keeps nothing
     def on_start(self, store:Store, preps:list): pass                                  # the plan is made, before any unit
     def on_row(self, store:Store, prep:Prepared, row:dict): pass                       # a row of prep was stored
     def on_unit_end(self, store:Store, prep:Prepared, rows:list): pass                 # a unit of prep ended with these rows
@@ -94,7 +95,9 @@ def write_tables_figures(store:Store,   # the results store: records are read, t
     if ents: b.plotted['entropy'] = ents; save('entropy', plot_entropy(ents, f'Prediction entropy, {b.name}, seed {s0}'))
     return b
 
-def benchmark_files(store:Store, b:Benchmark) -> list: # the paths of b's tables (every format) and figures
+def benchmark_files(store:Store, # the results store the tables and figures were written in
+                    b:Benchmark   # a benchmark after TablesFigures
+                   ) -> list:     # the paths of its tables (every format) and figures
     "The files `TablesFigures` wrote for `b`"
     return [p for k in b.tables for p in sorted(store.tables.glob(f'{b.key}_{k}.*'))] + list(b.figures.values())
 
