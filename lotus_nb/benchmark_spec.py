@@ -12,7 +12,7 @@ from .catalog import load_plugins   # the built-ins and the plugins, loaded by w
 from .data import DATASETS, load_dataset, dataset_defaults, list_datasets, check_dataset
 from .checks import check_choice, check_fraction, check_seed
 from .augment import AUGMENTS
-from .device import resolve_precision
+from .device import get_device, precision_of
 from .splits import split_rule
 from .loaders import device_splits
 from .models import MODELS, create_model, model_arch, model_input_size, resolve_model, weights_digest
@@ -26,8 +26,8 @@ from .store import Store, row_id
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'BENCHMARK_DEFAULTS', 'STEP_BUDGETS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE', 'MIN_BATCH',
-           'benchmark_defaults', 'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen',
+__all__ = ['log', 'BENCHMARK_DEFAULTS', 'STEP_BUDGETS', 'PROTOCOLS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE',
+           'MIN_BATCH', 'benchmark_defaults', 'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen',
            'unseen_sources', 'register_arrays', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name',
            'method_overrides', 'paper_scale', 'step_scale', 'budget_share', 'step_budget', 'rehearsal_config',
            'prepare', 'check_checkpoints', 'check_weights', 'check_method_seeds']
@@ -75,6 +75,34 @@ def benchmark_augment(dataset:str,       # registry name
 # %% ../nbs/08_benchmark_spec.ipynb #a8ceaa25
 STEP_BUDGETS = ('capped', 'paper', 'unscaled')   # BenchmarkSpec.step_budget: the paper's optimiser steps at an embedded size (capped: as far as max_step_scale), or its epochs as they are
 
+PROTOCOLS = {   # protocol -> what it sets: BenchmarkSpec fields ('spec'), loader options by dataset ('data_options'),
+                # method options ('methods': method -> options; under an arch key, 'resnet' or 'vit', that arch's only).
+                # What the user sets wins, applied once by resolve_spec: a field a protocol sets defaults to None in
+                # BenchmarkSpec (the protocol's), so a value given, ours included, is kept (a field added here must default
+                # to None there and be listed under 'lotus_nb'); method_overrides win option by option, data_options key by key
+    'lotus_nb': dict(spec=dict(eval_augmented=False, mia_mode='eval', heldout_cut='stratified', split='random'),   # ours: every defect
+                     by_data={}, data_options={}, methods={}),                                                      # of the ledger fixed
+    'authors': dict(   # cspartalis/LoTUS as it ran, defects included: each value restores the authors' side of a ledger row
+        spec=dict(eval_augmented=True,      # forget and retain scored through their training augmentation (data_utils.py:296-304)
+                  mia_mode='authors',       # the entropy MIA first, in train mode, one image a pass (helpers/eval.py:250-277)
+                  heldout_cut='sklearn',    # D_u and test cut by StratifiedShuffleSplit (helpers/data_utils.py:245-250)
+                  split='first'),           # each class's first 10%, whatever the seed (helpers/data_utils.py:405-410)
+        by_data={'mufac': dict(vit=dict(augment='mufac_resized'))},   # dataset -> arch -> a field left 'default' (data_utils.py:89-98, 136-141)
+        data_options={'imagenet': dict(forget_rule='first')},   # a class's first 5 of its 50, every seed (data_utils.py:449-450)
+        methods={'neggrad_plus': dict(loop='authors'),          # naive_unlearning_class.py:87-109: descends on D_f, then D_r
+                 'bad_teacher': dict(order='blocks'),           # bad_teaching_class.py:145-155: shuffle=False
+                 'ssd': dict(repeats=10, vit=dict(repeats=3), batches='authors'),   # ssd_class.py:202-217 every epoch; 207-216
+                 'unsir': dict(noise_steps=1, pairs='full', retain_augment='once'),  # unsir_class.py:149-159, 136-140, 94-121
+                 'salun': dict(mask_images='augmented'),        # salun_class.py:60-80
+                 'lotus': dict(authors_stop=True),              # lotus_class.py:296-305
+                 'lotus_salun': dict(authors_stop=True, mask_images='augmented',   # salun_class.py:257-262, 128
+                                     vit=dict(lr=1e-4))},                          # salun_class.py:216-220
+        # Not here: their JSD and RF-JSD are columns of every row beside ours (jsd_authors, rf_jsd_authors: evaluate computes both always),
+        # their ZRF was never called, their SCRUB returned the original model (scrub_class.py:133: the 'original' row is that column);
+        # the other defects fixed offer no switch (the ledger's 'none'). The rest of the authors' run is already our default.
+    ),
+}
+
 @dataclass
 class BenchmarkSpec:
     "One benchmark: a dataset and a model, a forget set (a fraction, or a whole class), the source of $D_u$"
@@ -93,26 +121,45 @@ class BenchmarkSpec:
     pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
     retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (the paper's 30%)
     data_options: dict = None         # options of the dataset's loader, e.g. {'forget_rule': 'first'} (ImageNet: the authors' fixed forget set)
-    split: str = 'random'             # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES): 'random' is the paper's
+    split: str = None                 # the rule that draws the sets (lotus_nb.splits.SPLIT_RULES): 'random' is the paper's; None: the protocol's
     split_options: dict = None        # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
     augment: object = 'default'       # augmentation of f_orig and f_gold; 'default': benchmark_augment's, else an AUGMENTS kind
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
     arrays: tuple = ()                # names in RUN_ARRAYS: arrays computed on each run's model and stored with its record (the privacy audit's 'pool_scores')
     fast_dev_run: int = 0             # a rehearsal: every training and unlearning loop 1 epoch of this many batches, every evaluation pass this many; 0: the real run
     rehearsal_batch: int = None       # a CPU rehearsal's cap on every batch's size (not the real batch sizes: said in the output); None: the real sizes
-    precision: str = None             # numerics on CUDA: 'fp32' (the authors') or 'bf16' (autocast); None: $LOTUS_PRECISION's, fixed by resolve_spec
+    precision: str = None             # numerics on CUDA: 'fp32' (the authors') or 'bf16'; None: $LOTUS_PRECISION's (resolve_spec)
     retain_draw: str = 'uniform'      # the retain subset of LoTUS and Bad Teacher: 'uniform' (the authors' random.sample) or 'stratified' (ours before)
-    eval_augmented: bool = False      # score forget and retain through their training augmentation (the authors', a defect); False: clean images
+    eval_augmented: bool = None       # score forget and retain augmented (the authors', a defect); False: clean; None: the protocol's
     eval_unseen: str = 'methods'      # the metrics' D_u: 'methods' (the methods' D_u, e.g. CIFAKE: the authors') or 'heldout' (the held-out half, ours before)
     step_budget: str = 'capped'       # on a benchmark that registers paper_size: 'paper', each method's paper step budget (step_budget); 'capped' as far as its max_step_scale; 'unscaled': its epochs and batch as they are
-    mia_mode: str = 'eval'            # the entropy MIA's passes: 'eval' (ours) or 'authors' (first, train mode, one image each)
-    heldout_cut: str = 'stratified'   # the held-out split halved into D_u and test: 'stratified' (ours) or 'sklearn' (the authors')
+    mia_mode: str = None              # the entropy MIA's passes: 'eval' (ours) or 'authors' (first, train mode, one image each); None: the protocol's
+    heldout_cut: str = None           # the held-out split halved into D_u and test: 'stratified' (ours) or 'sklearn' (the authors'); None: the protocol's
+    protocol: str = 'lotus_nb'        # in PROTOCOLS: 'lotus_nb' (every defect fixed) or 'authors' (their run, defects included)
 
-def resolve_spec(spec:BenchmarkSpec # a benchmark, model possibly 'auto'
+def _protocol_methods(proto:dict, # PROTOCOLS[name]
+                      arch:str,    # the benchmark's architecture: an option under its key ('resnet', 'vit') applies on top
+                      mine,        # the spec's method_overrides (None, or as the user gave them)
+                     ):
+    "The spec's method overrides over the protocol's for `arch`: an option the user set wins (a malformed one: check_benchmark's)"
+    pm = {m: {**{k: v for k, v in o.items() if k not in RECIPES}, **o.get(arch, {})} for m, o in proto['methods'].items()}
+    if not pm or not (mine is None or isinstance(mine, dict)): return mine
+    mine = mine or {}
+    return {m: {**pm.get(m, {}), **o} if isinstance(o := mine.get(m, {}), dict) else o for m in {**pm, **mine}}
+
+def resolve_spec(spec:BenchmarkSpec, # a benchmark, model possibly 'auto'
+                 device=None,        # where it will run: 'auto', 'cpu', 'cuda'; None: on CUDA (what the precision field sets)
                 ) -> BenchmarkSpec:
-    "`spec` with `model='auto'` replaced by the dataset's model (after checking the dataset's name), and `precision=None` by the process's setting"
-    check_dataset(spec.dataset)
-    return dataclasses.replace(spec, model=resolve_model(spec.model, spec.dataset), precision=resolve_precision(spec.precision))
+    "`spec` with `model='auto'` replaced by the dataset's model (its name checked), its protocol applied, `precision` what will run"
+    check_dataset(spec.dataset); check_choice(spec.protocol, PROTOCOLS, 'protocol')
+    model, proto = resolve_model(spec.model, spec.dataset), PROTOCOLS[spec.protocol]
+    fields = {f: proto['spec'].get(f, v) for f, v in PROTOCOLS['lotus_nb']['spec'].items() if getattr(spec, f) is None}   # the protocol's
+    fields |= {f: v for f, v in proto['by_data'].get(spec.dataset, {}).get(model_arch(model), {}).items() if getattr(spec, f) == 'default'}
+    opts = {**proto['data_options'].get(spec.dataset, {}), **(spec.data_options or {})} or spec.data_options
+    dev = 'cuda' if device is None else get_device(device) if device == 'auto' else device
+    return dataclasses.replace(spec, model=model, precision=precision_of(dev, spec.precision), data_options=opts,
+                               method_overrides=_protocol_methods(proto, model_arch(model), spec.method_overrides), **fields)
+
 
 # %% ../nbs/08_benchmark_spec.ipynb #247d0b47
 UNSEEN_SOURCES = Registry('unseen source')   # filled by the modules that register generators (lotus_nb.synthetic), which load_plugins imports
@@ -142,6 +189,7 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
                    ) -> tuple: # (seeds, methods) as checked lists
     "Validate a resolved benchmark and its run (everything but its names, which `resolve_spec` checked); returns the seeds and methods as lists"
     if spec.model == 'auto': raise ValueError("check_benchmark takes a resolved spec: pass resolve_spec(spec)")
+    check_choice(spec.protocol, PROTOCOLS, 'protocol')
     load_plugins()   # the unseen sources and run arrays it checks against
     check_choice(spec.unseen, unseen_sources(spec.dataset), 'unseen source')
     benchmark_augment(spec.dataset, spec.model, spec.augment); check_choice(spec.mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set')
@@ -365,13 +413,14 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
                 **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
                 **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}),
                 **({'views': sorted(data.views)} if data.views else {}),   # rows scored through another pipeline (ImageNet's, as the authors' scripts ran it)
-                **({} if resolve_precision(spec.precision) == 'fp32' else dict(precision=resolve_precision(spec.precision))))   # bf16 trains other models
+                **({} if (prec := spec.precision or precision_of('cuda')) == 'fp32' else dict(precision=prec)))   # bf16: other models
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
     if spec.retain_draw != 'uniform': rp['retain_draw'] = spec.retain_draw
     if scale != 1: rp['step_scale'] = scale   # the embedded step budget: its rows never mix with the unscaled ones
     if spec.eval_augmented: rp['eval_augmented'] = True
     if spec.mia_mode != 'eval': rp['mia_mode'] = spec.mia_mode
+    if spec.protocol != 'lotus_nb': rp['protocol'] = spec.protocol   # the authors' run: rows of its own, the same f_orig and f_gold
     if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
     load_plugins(); mv = metric_versions()   # a metric's version: its rows made again, its models kept (no version: the keys of before)
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp, **({'metrics': mv} if mv else {}))

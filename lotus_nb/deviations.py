@@ -9,15 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
 import lotus_nb
-from .methods import list_methods, method_config
+from .methods import list_methods, method_config, display_name
 from .paper_plan import STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES
-from .benchmark_spec import BENCHMARK_DEFAULTS
+from .benchmark_spec import BENCHMARK_DEFAULTS, PROTOCOLS, BenchmarkSpec, resolve_spec
+from .store import METRICS
+from .report import SUPP_ROWS
 
 
 # %% auto #0
-__all__ = ['KINDS', 'DEVIATIONS', 'STAND_IN_SETUP', 'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS',
-           'DEFAULTS', 'Deviation', 'cite', 'render_citations', 'stand_in_rows', 'ledger', 'offers_switch',
-           'check_switches', 'recorded_defaults', 'registry_defaults', 'defaults_mismatches', 'check_defaults']
+__all__ = ['KINDS', 'DEVIATIONS', 'STAND_IN_SETUP', 'PROTOCOL_ROWS', 'NOT_IN_PROTOCOL', 'TABLE_METRICS', 'EPOCHS_SOURCE',
+           'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'DEFAULTS', 'Deviation', 'cite',
+           'render_citations', 'stand_in_rows', 'ledger', 'offers_switch', 'check_switches', 'check_protocol',
+           'protocol_switches', 'protocol_table', 'recorded_defaults', 'registry_defaults', 'defaults_mismatches',
+           'check_defaults']
 
 # %% ../nbs/19_deviations.ipynb #953d2ca2
 @dataclass(frozen=True)
@@ -369,6 +373,102 @@ def check_switches(probes:dict,    # (topic, what) -> probe() returning (default
         if default == switched: bad.append(f"{k}: switch {r.switch!r} changes nothing ({default!r})")
     if bad: raise AssertionError("the ledger's switches:\n" + '\n'.join(bad))
     return pd.DataFrame(out)
+
+
+# %% ../nbs/19_deviations.ipynb #3401469f
+PROTOCOL_ROWS = {   # ledger row (topic, what) -> where the 'authors' protocol restores the authors' side: paths into PROTOCOLS['authors'],
+                    # or 'column <name>' where their value is a column of every row beside ours
+    ('NegGrad+', 'gradient ascent on the forget set'): ('methods.neggrad_plus.loop',),
+    ('Metrics', 'JSD formula'): ('column jsd_authors',),
+    ('Metrics', 'RF-JSD scale and reference set'): ('column rf_jsd_authors',),
+    ('Metrics', 'images the metrics score'): ('spec.eval_augmented',),
+    ('SSD', 'how often dampening is applied'): ('methods.ssd.repeats', 'methods.ssd.vit.repeats'),
+    ('UNSIR', 'Adam steps on each noise batch'): ('methods.unsir.noise_steps',),
+    ('Bad Teacher', 'shuffling of the batches'): ('methods.bad_teacher.order',),
+    ('LoTUS', 'rounding and early stop'): ('methods.lotus.authors_stop', 'methods.lotus_salun.authors_stop'),
+    ('Data', 'the ImageNet forget set'): ('data_options.imagenet.forget_rule',),
+    ('SSD', 'batches of the importance passes'): ('methods.ssd.batches',),
+    ('UNSIR', 'pairs of retain and forget batches'): ('methods.unsir.pairs',),
+    ('UNSIR', 'augmentation of the retain sample'): ('methods.unsir.retain_augment',),
+    ('SalUn', 'images of the saliency mask'): ('methods.salun.mask_images',),
+    ('LoTUS+SalUn', 'images of the saliency mask'): ('methods.lotus_salun.mask_images',),
+    ('LoTUS+SalUn', 'ViT learning rate'): ('methods.lotus_salun.vit.lr',),
+    ('Data', 'the forget set'): ('spec.split',),
+    ('Data', 'the unseen/test cut of the held-out split'): ('spec.heldout_cut',),
+    ('Data', 'MUFAC with ViT: order of resize and augmentation'): ('by_data.mufac.vit.augment',),
+    ('Metrics', 'batch size of metric passes'): ('spec.mia_mode',),
+}
+NOT_IN_PROTOCOL = (   # ledger rows of a fixed defect that offer a switch, left out of the 'authors' protocol: (topic, what), why
+    (('Metrics', 'ZRF'), "no value of theirs to restore: log_zrf (helpers/eval.py:190-223) is never called (unlearn.py:198-207); "
+                         "zrf(..., authors=True) computes it on demand"),
+)
+
+def _leaves(d:dict, path:str=''): # a PROTOCOLS entry's nested dicts
+    "The dotted paths of `d`'s leaves, and their values"
+    for k, v in d.items():
+        if isinstance(v, dict): yield from _leaves(v, f'{path}{k}.')
+        else: yield f'{path}{k}', v
+
+def check_protocol(rows:list=None, # ledger rows; None: every row (DEVIATIONS and the stand-ins)
+                   covered:dict=None, # (topic, what) -> paths; None: PROTOCOL_ROWS
+                   excluded=None,  # ((topic, what), why) pairs; None: NOT_IN_PROTOCOL
+                  ) -> pd.DataFrame: # one row per covered ledger row: its paths and the authors' values there
+    "Each fixed defect's switch in the 'authors' protocol or excluded with a reason; each path named by its row; each setting a row's"
+    rows = DEVIATIONS + stand_in_rows() if rows is None else rows
+    covered, excluded = PROTOCOL_ROWS if covered is None else covered, NOT_IN_PROTOCOL if excluded is None else excluded
+    by_key, out_keys, bad, out = {(r.topic, r.what): r for r in rows}, {k for k, _ in excluded}, [], []
+    bad += [f"{k}: excluded without a reason" for k, why in excluded if not why.strip()]
+    bad += [f"{k}: both in the protocol and excluded" for k in set(covered) & out_keys]
+    bad += [f"{k}: not a ledger row" for k in [*covered, *out_keys] if k not in by_key]
+    bad += [f"{(r.topic, r.what)}: a defect fixed with a switch ({r.switch!r}), neither in PROTOCOLS['authors'] nor in NOT_IN_PROTOCOL"
+            for r in rows if r.kind == 'defect fixed' and offers_switch(r) and (r.topic, r.what) not in {*covered, *out_keys}]
+    theirs, ours = dict(_leaves(PROTOCOLS['authors'])), dict(_leaves(PROTOCOLS['lotus_nb']))
+    for k, paths in covered.items():
+        if k not in by_key: continue
+        r = by_key[k]
+        for p in paths:
+            if p.startswith('column '):
+                if p[7:] not in METRICS or p[7:] not in r.ours: bad.append(f"{k}: {p} is not a column of every row that the row names")
+                out.append(dict(topic=k[0], what=k[1], setting=p, authors='beside ours')); continue
+            if p not in theirs: bad.append(f"{k}: {p} is not a setting of PROTOCOLS['authors']"); continue
+            name, v = p.split('.')[-1], theirs[p]
+            if name not in r.switch: bad.append(f"{k}: its switch ({r.switch!r}) does not name {name}")
+            if p.startswith('methods.'):
+                m, arch = p.split('.')[1], p.split('.')[2] if p.count('.') == 3 else 'resnet'
+                if getattr(method_config(m, arch), name) == v: bad.append(f"{k}: {p}={v!r} is {m}'s default already")
+            elif p.startswith('spec.') and ours.get(p) == v: bad.append(f"{k}: {p}={v!r} is ours too")
+            out.append(dict(topic=k[0], what=k[1], setting=p, authors=repr(v)))
+    named = {p for ps in covered.values() for p in ps}
+    bad += [f"PROTOCOLS['authors'] {p}: no ledger row names it (PROTOCOL_ROWS)" for p in theirs if p not in named]
+    if bad: raise AssertionError("the authors' protocol and the ledger:\n" + '\n'.join(bad))
+    return pd.DataFrame(out)
+
+
+# %% ../nbs/19_deviations.ipynb #20212f8a
+TABLE_METRICS = {k: SUPP_ROWS[k] for k in ('Forget Acc.', 'Test Acc.', 'MIA Acc.', 'Avg Gap')}   # label -> column, the report's names
+
+def protocol_switches(spec:BenchmarkSpec # a benchmark (its protocol ignored): what the authors' protocol changes on it
+                     ) -> list: # (switch, methods it touches: a tuple, or None for every method)
+    "What the 'authors' protocol sets on `spec` that ours does not: its BenchmarkSpec fields (every method's rows) and its method options"
+    ours, theirs = (resolve_spec(dataclasses.replace(spec, protocol=p)) for p in ('lotus_nb', 'authors'))
+    out = [(f"{f.name}={getattr(theirs, f.name)!r}", None) for f in dataclasses.fields(BenchmarkSpec)
+           if f.name not in ('protocol', 'method_overrides') and getattr(theirs, f.name) != getattr(ours, f.name)]
+    mo = ours.method_overrides or {}
+    return out + [(f"{m} {k}={v!r}", (m,)) for m, o in (theirs.method_overrides or {}).items() for k, v in o.items()
+                  if k not in mo.get(m, {}) or mo[m][k] != v]
+
+def protocol_table(rows:pd.DataFrame, # the rows of one benchmark under both protocols (column protocol), e.g. from run_grid
+                   switches:list,     # protocol_switches of that benchmark
+                  ) -> pd.DataFrame: # index (switch, method); columns (metric, protocol): the mean over the rows' seeds
+    "Each switch of the authors' protocol, the methods it touches (with rows): Forget Acc., Test Acc., MIA Acc., Avg Gap by protocol"
+    protos = [p for p in PROTOCOLS if p in set(rows.protocol)]
+    mean = rows.groupby(['method', 'protocol'])[list(TABLE_METRICS.values())].mean()
+    have = [m for m in list_methods() if all((m, p) in mean.index for p in protos)]
+    idx = [(s, m) for s, ms in switches for m in (have if ms is None else [m for m in ms if m in have])]
+    out = pd.DataFrame({(label, p): [mean.loc[(m, p), col] for _, m in idx] for label, col in TABLE_METRICS.items() for p in protos},
+                       index=pd.MultiIndex.from_tuples([(s, display_name(m)) for s, m in idx], names=['switch', 'method']))
+    out.columns.names = ['metric', 'protocol']
+    return out.round(4)
 
 
 # %% ../nbs/19_deviations.ipynb #c88780af

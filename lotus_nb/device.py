@@ -57,11 +57,12 @@ def resolve_precision(mode:str=None, # 'fp32', 'bf16', or None: the process's se
     "`mode` checked, or the current setting when None (what a `BenchmarkSpec` records)"
     return PRECISION['mode'] if mode is None else _parse_precision(mode)
 
-def precision_of(device, # where a model runs
+def precision_of(device,      # where a model runs
+                 mode:str=None # the precision asked for; None: the process's setting ($LOTUS_PRECISION, set_precision)
                 ) -> str: # 'bf16' only on CUDA with bf16 asked for and the fast path not off; else 'fp32'
-    "The numerics a pass on `device` runs in now"
-    t = torch.device(device).type
-    return 'bf16' if t in AUTOCAST_TYPES and PRECISION['mode'] == 'bf16' and PRECISION['reduced_ok'] else 'fp32'
+    "The numerics a pass on `device` runs in now (with `mode`: would run in, were `mode` asked for): what a row and its keys record"
+    t, m = torch.device(device).type, resolve_precision(mode)
+    return 'bf16' if t in AUTOCAST_TYPES and m == 'bf16' and PRECISION['reduced_ok'] else 'fp32'
 
 def autocast(device,          # where the model runs: a bfloat16 region only where precision_of(device) is 'bf16'
              cache:bool=True,  # autocast's weight-cast cache (off inside a CUDA graph capture)

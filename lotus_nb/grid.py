@@ -72,17 +72,19 @@ class GridPlan:
 def missing_key(spec:BenchmarkSpec # a resolved spec whose data is absent
                ) -> str:
     "The key of a benchmark that could not be prepared: its name and a hash of the spec"
-    return f"{benchmark_name(spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)}-{cache_key(**asdict(spec))[:8]}"
+    fields = {k: v for k, v in asdict(spec).items() if k != 'protocol' or v != 'lotus_nb'}   # our protocol: the key it always had
+    return f"{benchmark_name(spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)}-{cache_key(**fields)[:8]}"
 
 def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; at least one
               seeds,                  # the seeds every benchmark runs
               methods,                # registry names; None: every registered method
               store:Store,            # the results store every unit writes to
               skip_missing:bool=False, # True: a benchmark whose data is absent is set aside, not an error
-             method_seeds=None       # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
+             method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
+             device=None,            # where the units run ('auto', 'cpu', 'cuda'): the keys carry the precision run there; None: CUDA
              ) -> GridPlan:
     "Check and prepare every benchmark, refuse duplicates, and list the units with rows still to run"
-    specs = [resolve_spec(s) for s in specs]
+    specs = [resolve_spec(s, device) for s in specs]
     if not specs: raise ValueError("the grid has no benchmark")
     for i, s in enumerate(specs):
         if s in specs[:i]: raise ValueError(f"benchmark {s} appears twice in the grid")
@@ -339,8 +341,10 @@ def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchm
                   ):
     "The `Benchmark` of `run_grid`'s result that ran `spec` (as planned, `model='auto'` included)"
     want = resolve_spec(spec)
-    for b in benchmarks.values():   # a rehearsal's spec is the planned one with its fast_dev_run
-        if b.spec == want or (b.spec is not None and b.spec == dataclasses.replace(want, fast_dev_run=b.spec.fast_dev_run, rehearsal_batch=b.spec.rehearsal_batch)): return b
+    for b in benchmarks.values():   # a rehearsal's spec is the planned one with its fast_dev_run; its precision: what ran on the device
+        if b.spec is None: continue
+        s = b.spec
+        if s == dataclasses.replace(want, fast_dev_run=s.fast_dev_run, rehearsal_batch=s.rehearsal_batch, precision=s.precision): return b
     raise KeyError(f"no benchmark ran {spec}")
 
 def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
@@ -369,7 +373,8 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
     subs = [*([TablesFigures()] if write else []), *([Tracking(tracker)] if tracker is not None else []), *check_subscribers(subscribers)]
     store = Store(out_dir, cache_dir)   # the executor stores rows; the subscribers report them
     if fast_dev_run: mark_rehearsal(store, fast_dev_run, rehearsal_batch)
-    plan = plan_grid(specs, seeds, methods, store, skip_missing, method_seeds)
+    dev = opts.get('device', 'auto') if executor == 'local' or opts.get('device') == 'cpu' else None   # a Ray cluster's 'auto': its GPUs
+    plan = plan_grid(specs, seeds, methods, store, skip_missing, method_seeds, dev)
     plan.subscribers = subs
     for s, why in plan.missing.values(): log.warning(f"grid: skipping {s.dataset} ({s.model}): {why}")
     emit(subs, 'on_start', store, plan.preps)   # the tracker logs the rows it lacks, before any new row

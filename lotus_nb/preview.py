@@ -47,13 +47,16 @@ def data_status(specs # BenchmarkSpecs (resolved or not)
     return pd.DataFrame([dict(dataset=d, data_root=r or 'default', **v) for (d, r), v in rows.items()])
 
 # %% ../nbs/20b_preview.ipynb #dfa00f2e
+def _kind(spec) -> str: return 'instance' if spec.forget_class is None else 'class'   # whose method overrides benchmark_defaults gives
+
 def with_recipe(spec:BenchmarkSpec, # a benchmark, model possibly 'auto'
                 recipe              # a dict of Recipe fields (the papermill parameter recipe), a Recipe, or None: spec unchanged
                ) -> BenchmarkSpec:
     "`spec` (resolved) training its models with its recipe (or the benchmark's default) changed by `recipe`"
     if recipe is None: return spec
     spec = resolve_spec(spec)
-    return dataclasses.replace(spec, recipe=recipe_from(recipe, spec.recipe or benchmark_defaults(spec.dataset, spec.model)['recipe']))
+    return dataclasses.replace(spec, recipe=recipe_from(recipe,
+                               spec.recipe or benchmark_defaults(spec.dataset, spec.model, _kind(spec))['recipe']))
 
 # %% ../nbs/20b_preview.ipynb #d9773b14
 def probe_seconds(model:str,         # a registered model name
@@ -207,7 +210,7 @@ def _shape(spec, prep):
     if None in (n, h, c, ch):
         raise ValueError(f"{spec.dataset}'s data is absent, and its registration gives no official sizes to count it from "
                          "(register_dataset's train_images, heldout_images, num_classes, in_chans)")
-    dflt = benchmark_defaults(spec.dataset, spec.model)
+    dflt = benchmark_defaults(spec.dataset, spec.model, _kind(spec))
     ts = dflt['train_size'] if spec.train_size == 'default' else spec.train_size
     img = dflt['img_size'] if spec.img_size == 'default' else spec.img_size
     return min(n, ts or n), h, c, ch, img or side
@@ -215,22 +218,29 @@ def _shape(spec, prep):
 def _recipe(spec, prep):
     "The recipe a benchmark trains with (its epochs capped by train_epochs)"
     if prep is not None: return prep.recipe
-    r = spec.recipe or benchmark_defaults(spec.dataset, spec.model)['recipe']
+    r = spec.recipe or benchmark_defaults(spec.dataset, spec.model, _kind(spec))['recipe']
     return dataclasses.replace(r, epochs=min(r.epochs, spec.train_epochs)) if spec.train_epochs else r
 
 def _variant(spec) -> str:
     "What sets `spec` apart from the default benchmark of its name"
-    out = [f"{m} {k}={v}" for m, o in (spec.method_overrides or {}).items() for k, v in o.items()]
-    return '; '.join(out + ([f"retain_pct={spec.retain_pct}"] if spec.retain_pct != 0.3 else []) + (['own recipe'] if spec.recipe else []))
+    mine = resolve_spec(dataclasses.replace(spec, method_overrides=None)).method_overrides or {}   # the protocol's own, left unsaid
+    out = [f"{m} {k}={v}" for m, o in (spec.method_overrides or {}).items() for k, v in o.items()
+           if k not in mine.get(m, {}) or mine[m][k] != v]
+    proto = [f"protocol={spec.protocol}"] if spec.protocol != 'lotus_nb' else []
+    rest = ([f"retain_pct={spec.retain_pct}"] if spec.retain_pct != 0.3 else []) + (['own recipe'] if spec.recipe else [])
+    return '; '.join(proto + out + rest)
 
 def _row_key(spec, prep, method, seed) -> tuple:
     "The identity of a row: its row_id, or where the data is absent, what would make it (the method's resolved config included)"
     if prep is not None: return prep.ident(method, seed)
     arch, kind = model_arch(spec.model), 'instance' if spec.forget_class is None else 'class'
     if is_reference(method): cfg = dataclasses.asdict(_recipe(spec, None))
-    else: cfg = dataclasses.asdict(method_config(method, arch, kind, **{**benchmark_defaults(spec.dataset, spec.model)['method_overrides'].get(method, {}),
-                                                                         **(spec.method_overrides or {}).get(method, {})}))
-    return (spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen, spec.retain_pct, str(spec.data_options), method, seed, str(cfg))
+    else:
+        dflt = benchmark_defaults(spec.dataset, spec.model, kind)['method_overrides']   # kind: a class benchmark's own overrides
+        over = {**dflt.get(method, {}), **(spec.method_overrides or {}).get(method, {})}
+        cfg = dataclasses.asdict(method_config(method, arch, kind, **over))
+    return (spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen, spec.retain_pct, str(spec.data_options),
+            spec.protocol, method, seed, str(cfg))
 
 def estimate(spec,             # a resolved BenchmarkSpec
              prep,             # its Prepared benchmark, or None when its data is absent
@@ -285,10 +295,11 @@ def preview_grids(grids,                # [(BenchmarkSpecs, methods)]: what each
                  ) -> Preview:
     "What the grids would run, whether their data and weights are here, and the device-hours they would take; nothing is trained"
     store, want = Store(out_dir, cache_dir), {}   # benchmark key -> (spec, Prepared or None (data absent), {seed: {method: None}})
+    runs_on = None if target in GPUS else 'cpu' if target == 'cpu' else device   # the keys carry the precision run there (None: a GPU)
     for specs, methods in grids:                 # each planned as run_grid plans it
         uniq = []                                # a spec given twice in one grid is one benchmark (run_grid refuses it)
-        for sp in map(resolve_spec, specs): uniq += [] if sp in uniq else [sp]
-        plan = plan_grid(uniq, seeds, methods, store, skip_missing=True)
+        for sp in (resolve_spec(s, runs_on) for s in specs): uniq += [] if sp in uniq else [sp]
+        plan = plan_grid(uniq, seeds, methods, store, skip_missing=True, device=runs_on)
         for i, pr in enumerate(plan.preps):
             todo = want.setdefault(pr.key, (pr.spec, pr, {}))[2]
             for u in plan.units:                 # a benchmark in several grids runs the union of their methods

@@ -246,7 +246,9 @@ def run_audit(setup:AuditSetup,           # from prepare_audit
     "Every shadow run as a unit of the grid (resumable, on any executor), then U-LiRA per method; one row per (method, shadow)"
     prep, methods, store = setup.prep, audit_methods(methods), Store(out_dir)
     res = run_grid([prep.spec], setup.seeds, methods, out_dir, executor, write=False, device=device, progress=progress, **options)
-    got = find_benchmark(res, prep.spec).results.assign(seed=lambda d: d.seed.astype(int)).set_index(['method', 'seed'])
+    b = find_benchmark(res, prep.spec)
+    if b.spec != prep.spec: prep = prepare(b.spec, methods)   # the numerics that ran on the device (bf16 asked, fp32 ran): their keys
+    got = b.results.assign(seed=lambda d: d.seed.astype(int)).set_index(['method', 'seed'])
     rows, u, seeds = [], {}, setup.seeds
     for m in methods:
         u[m] = ulira(np.stack([prep.entropies(store, m, s)['pool_scores'] for s in seeds]), setup.member)

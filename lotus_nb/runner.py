@@ -180,6 +180,9 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     STAGES.clear()
     try:
         with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch), precision(prep.spec.precision), numerics(dev):   # threads change a CPU run's last digits, precision a GPU run's: the row records both
+            if (runs := precision_of(dev)) != (keyed := prep.base.get('precision', 'fp32')):   # the keys say what runs, or nothing runs
+                raise ValueError(f"{prep.name}: its keys were made for {keyed}, but {runs} runs on {dev} (fast path off, or "
+                                 f"another device): resolve_spec(spec, device) with the device it runs on, or precision='{runs}'")
             return _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap)
     finally: write_stages(store, prep, seed, ms, STAGES)   # what each stage took, a failed unit's too
 
@@ -198,7 +201,7 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
             if gold: gold[0] = resolve(gold[0])
             s = prep.spec
             row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
-                       method=m, seed=seed, setup=prep.setup[m], method_seed=ms, time_min=record['time_min'],
+                       method=m, seed=seed, setup=prep.setup[m], method_seed=ms, protocol=s.protocol, time_min=record['time_min'],
                        steps=record.get('steps', float('nan')),   # the optimiser steps that updated a model (gold: its training's, if it trained)
                        **({'paper_steps': round(record['steps']/prep.budget[m])} if m in prep.budget and 'steps' in record else {}),   # at the paper's scale
                        avg_gap=avg_gap(metrics, gold[0]) if gold else float('nan'),

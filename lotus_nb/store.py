@@ -14,7 +14,7 @@ from .metric_facts import builtin_metrics, METRIC_FNS   # the built-in metrics, 
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'RENAMED_COLUMNS', 'ID_FIELDS', 'REHEARSAL_DIR', 'patch',
+__all__ = ['log', 'KEY', 'METRICS', 'RESOURCES', 'COLUMNS', 'FILLED', 'RENAMED_COLUMNS', 'ID_FIELDS', 'REHEARSAL_DIR', 'patch',
            'renamed_columns', 'row_id', 'fsync_dir', 'atomic_write', 'check_writable', 'Store', 'rehearsal_note',
            'mark_rehearsal']
 
@@ -28,7 +28,8 @@ def patch(f): # a function whose first parameter is annotated with its class, e.
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
 METRICS = builtin_metrics()   # the metric columns every row has: the registry's built-ins, in their order
 RESOURCES = ['threads', 'precision', 'steps', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, numerics ('fp32', 'bf16'), optimiser steps, peak device memory (CUDA), peak host RSS
-COLUMNS = KEY + ['method_seed'] + METRICS + RESOURCES
+COLUMNS = KEY + ['method_seed', 'protocol'] + METRICS + RESOURCES   # protocol: the row's (its setup holds it where not ours)
+FILLED = {'protocol': 'lotus_nb'}   # a column added since a file was written -> the value of the rows written before it
 RENAMED_COLUMNS = {'jsd_legacy': 'jsd_authors', 'rf_jsd_legacy': 'rf_jsd_authors'}   # a column's name until 0.7 -> its name now: a file written before is read under the new one
 
 def renamed_columns(df:pd.DataFrame # rows read from a results file, possibly with columns under their names until 0.7
@@ -179,6 +180,7 @@ def _frame(self:Store, data:bytes) -> pd.DataFrame:
     if missing := set(KEY) - set(df.columns):
         raise ValueError(f"{self.results} exists but is not a lotus_nb results file (missing {sorted(missing)}); choose another out_dir")
     df = renamed_columns(df)   # a file written before 0.8: its columns under their names now
+    df = df.assign(**{c: df[c].astype(object).fillna(v) if c in df else v for c, v in FILLED.items()})   # rows before a column: their value
     return df.reindex(columns=COLUMNS + [c for c in df.columns if c not in COLUMNS])
 
 # %% ../nbs/07a_store.ipynb #6abb341d

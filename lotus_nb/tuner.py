@@ -49,7 +49,7 @@ def validation_spec(spec:BenchmarkSpec, # the reported benchmark (instance unlea
                    ) -> BenchmarkSpec:
     "The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported one, its unseen and test sets outside every reported test set"
     if spec.forget_class is not None: raise ValueError("class unlearning has a single forget set per class: there is none left to tune on")
-    if spec.split != 'random': raise ValueError(f"tuning draws its validation set from the paper's split rule, not {spec.split!r}")
+    if spec.split not in (None, 'random'): raise ValueError(f"tuning draws its validation set from the paper's split rule, not {spec.split!r}")
     seeds, val_seed = [check_seed(s) for s in seeds], check_seed(val_seed)
     if val_seed in seeds: raise ValueError(f"the validation seed {val_seed} is a reported seed ({seeds}): choose another")
     return dataclasses.replace(resolve_spec(spec), split='validation', split_options={'exclude_seeds': seeds, 'heldout': heldout})

@@ -3,7 +3,9 @@ import dataclasses
 import pytest
 from ledger_probes import switch_probes, config_probe   # the probes are tests: tests/ledger_probes.py
 from lotus_nb.deviations import DEFAULTS, DEVIATIONS, KINDS, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
+from lotus_nb.deviations import PROTOCOL_ROWS, NOT_IN_PROTOCOL, check_protocol, protocol_switches, protocol_table
 from lotus_nb.methods import list_methods, method_config
+from lotus_nb.benchmark_spec import BenchmarkSpec
 
 def test_ledger_matches_registry():
     "Every method, every config field, ResNet and ViT: the ledger's recorded default is the registry's"
@@ -45,3 +47,37 @@ def test_ledger_imports_nothing_it_runs():
     inner = [n for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert inner == [], [ast.unparse(n) for n in inner]
     assert not any(isinstance(n, ast.Attribute) and n.attr == 'import_module' for n in ast.walk(tree))
+
+def test_every_fixed_defect_with_a_switch_is_in_the_authors_protocol(monkeypatch):
+    """Every ledger row of kind 'defect fixed' that offers a switch is covered by the 'authors' protocol (PROTOCOL_ROWS: a setting of
+    PROTOCOLS['authors'], or their value's column beside ours) or listed in NOT_IN_PROTOCOL with its reason; a new row is caught"""
+    rows = [r for r in DEVIATIONS + stand_in_rows() if r.kind == 'defect fixed' and offers_switch(r)]
+    excluded = {k: why for k, why in NOT_IN_PROTOCOL}
+    assert all(why.strip() for why in excluded.values()) and not set(excluded) & set(PROTOCOL_ROWS)
+    missing = [(r.topic, r.what) for r in rows if (r.topic, r.what) not in {**PROTOCOL_ROWS, **excluded}]
+    assert missing == [], f"defects fixed whose switch the 'authors' protocol neither sets nor excludes: {missing}"
+    assert len(check_protocol()) >= len(PROTOCOL_ROWS)   # every path resolves, is named by its row's switch, differs from ours
+    from lotus_nb.deviations import Deviation
+    new = Deviation('UNSIR', 'a new defect', '-', '-', '-', '-', 'noise_steps=3', 'defect fixed')
+    with pytest.raises(AssertionError, match='a new defect.*a defect fixed with a switch'):
+        check_protocol(DEVIATIONS + stand_in_rows() + [new])
+    two = {**PROTOCOL_ROWS, ('UNSIR', 'Adam steps on each noise batch'): ('methods.unsir.noise_steps', 'methods.unsir.noise_mode')}
+    with pytest.raises(AssertionError, match='noise_mode is not a setting of'): check_protocol(covered=two)
+    from lotus_nb.benchmark_spec import PROTOCOLS
+    monkeypatch.setitem(PROTOCOLS['authors']['methods']['unsir'], 'noise_mode', 'train')   # a setting the protocol would not change
+    with pytest.raises(AssertionError, match="noise_mode='train' is unsir's default already"): check_protocol(covered=two)
+
+def test_protocol_table_on_made_up_rows():
+    "protocol_table: a row per (switch, method it touches), the report's four metrics under each protocol; a method short of one left out"
+    import pandas as pd
+    rows = pd.DataFrame([dict(method=m, protocol=p, seed=s, acc_forget=a + s/100, acc_test=.5, mia=.2, avg_gap=.1)
+                         for m in ('gold', 'lotus', 'ssd') for p, a in (('lotus_nb', .9), ('authors', .8)) for s in (1, 3)
+                         if (m, p) != ('ssd', 'authors')])
+    t = protocol_table(rows, [('eval_augmented=True', None), ('lotus authors_stop=True', ('lotus',)), ('ssd repeats=10', ('ssd',))])
+    want = [('eval_augmented=True', 'Gold Std'), ('eval_augmented=True', 'LoTUS'), ('lotus authors_stop=True', 'LoTUS')]
+    assert t.index.tolist() == want
+    assert t[('Forget Acc.', 'lotus_nb')].tolist() == [.92]*3 and t[('Forget Acc.', 'authors')].tolist() == [.82]*3   # the mean over seeds
+    assert [c for c, _ in t.columns[::2]] == ['Forget Acc.', 'Test Acc.', 'MIA Acc.', 'Avg Gap']
+    sw = protocol_switches(BenchmarkSpec('digits', 'resnet18_tiny'))
+    assert sw[0] == ('eval_augmented=True', None) and ('lotus authors_stop=True', ('lotus',)) in sw
+    assert ('ssd repeats=10', ('ssd',)) in sw and not any(s.startswith('ssd repeats=3') for s, _ in sw)   # ResNet: 10, not ViT's 3

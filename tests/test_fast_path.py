@@ -259,6 +259,29 @@ def test_lotus_fast_0_forces_fp32():
     assert out('auto', '').stdout.strip() == 'fp32'
     bad = out('auto', 'fp16'); assert bad.returncode != 0 and "'fp32', 'bf16'" in bad.stderr
 
+def test_keys_and_rows_carry_the_precision_that_runs(tmp_path):
+    """$LOTUS_FAST=0 with precision='bf16': fp32 runs, so the spec, the checkpoint keys and the setup are fp32's (as with no bf16 asked),
+    and a digits row records fp32; with the fast path on, a GPU plan's keys are bf16's, and on the CPU (run_grid's device) fp32's"""
+    code = ("import sys, lotus_nb.loops; from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, prepare, run_benchmark\n"
+            "s = BenchmarkSpec('digits', 'resnet18_tiny', precision=sys.argv[1] or None); p = prepare(resolve_spec(s), ['gold'])\n"
+            "r = run_benchmark('digits', 'resnet18_tiny', seeds=[1], methods=['gold'], out_dir=sys.argv[2], train_epochs=1,\n"
+            "                  progress=False)\n"
+            "print(p.spec.precision, p.base.get('precision'), p.setup['gold'], r.results.precision.tolist(), r.results.setup.tolist())")
+    def out(fast, prec, env_prec=''):
+        env = {**os.environ, 'LOTUS_FAST': fast, 'LOTUS_PRECISION': env_prec, 'OMP_NUM_THREADS': '1'}
+        res = subprocess.run([sys.executable, '-c', code, prec, str(tmp_path/f'{fast}{prec}{env_prec}')], cwd=ROOT, env=env,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return res.stdout.split()
+    fp32 = out('auto', '')
+    assert fp32[:2] == ['fp32', 'None'] and "['fp32']" in fp32
+    off = out('0', 'bf16')
+    assert off == fp32, (off, fp32)                      # LOTUS_FAST=0: the fp32 benchmark, keys and row, whatever was asked
+    assert out('0', '', 'bf16') == fp32                  # $LOTUS_PRECISION=bf16 likewise
+    on = out('auto', 'bf16')
+    assert on[:2] == ['bf16', 'bf16'] and on[2] != fp32[2]   # a GPU plan: bf16's keys
+    assert on[3:] == fp32[3:]                            # run here (the CPU, run_grid's device): fp32 runs, its keys and row
+
 @cuda
 def test_gpu_no_stream_warning():
     """NegGrad+ with a partial forget batch (240 forget images in batches of 128) on a CUDA graph prints no AccumulateGrad

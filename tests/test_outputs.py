@@ -121,6 +121,15 @@ def test_refresh_writes_outputs(tmp_path):
     assert again['status'] == 'ok', again
     assert ro.check([p], n_workers=1) == {p.resolve(): []}
 
+def test_slow_cell_outputs_stored_and_kept(tmp_path):
+    "`--flags slow` stores a slow cell's output; a run without the flag keeps it (neither erased nor compared): the chapter checks fresh"
+    p = _nb(tmp_path, '# Slow\n\n> a slow cell', 'print("fast")', '#| slow\nprint("slow " + "table")')
+    res = ro.refresh([p], n_workers=1, flags=['slow'], log=lambda m: None)[p.resolve()]
+    assert res['status'] == 'ok' and 'slow table' in json.dumps(_outputs(p)[1]), res
+    ro.refresh([p], n_workers=1, log=lambda m: None)
+    assert 'slow table' in json.dumps(_outputs(p)[1]) and 'fast' in json.dumps(_outputs(p)[0])
+    assert ro.check([p], n_workers=1) == {p.resolve(): []}
+
 def test_missing_and_stale_outputs_fail(tmp_path):
     "A notebook without its outputs is stale; a changed output is reported with its cell, id and a diff"
     p = _nb(tmp_path, 'print(6 * 7)', 'x = 1', 'print("end")')

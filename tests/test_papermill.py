@@ -247,3 +247,20 @@ def test_tinyimagenet_from_its_tree(tmp_path):
     assert set(df.model) == {'resnet18'}, "model='auto' is the paper's ResNet18 on TinyImageNet"
     hist = json.loads(next((tmp_path/'res'/'runs').glob('gold_seed3407_*.json')).read_text())['history']
     assert len(hist) == 1, "train_epochs caps the gold model's training"
+
+def test_protocol_authors_rehearsal(tmp_path):
+    """`-p protocol authors` reaches the BenchmarkSpec: a rehearsal (`-p fast_dev_run 1`, one batch a loop) of the methods the
+    authors' protocol changes runs, its rows record protocol='authors' and its methods ran the authors' settings; an unknown
+    protocol is refused with the valid ones before any work"""
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-p', 'protocol', 'authors', '-p', 'fast_dev_run', '1',
+                    '-y', 'seeds: [1]', '-y', 'methods: [original, gold, neggrad_plus, lotus]', '-p', 'out_dir', tmp_path/'res')
+    assert res.returncode == 0, show(res)
+    from lotus_nb.store import Store
+    store = Store(tmp_path/'res'/'rehearsal'); rows = store.read()
+    assert sorted(rows.method) == ['gold', 'lotus', 'neggrad_plus', 'original'], rows.method
+    assert set(rows.protocol) == {'authors'}, rows[['method', 'protocol']]
+    cfg = {m: json.loads(next(store.runs.glob(f'{m}_seed1_*.json')).read_text())['config'] for m in ('neggrad_plus', 'lotus')}
+    assert cfg['neggrad_plus']['loop'] == 'authors' and cfg['lotus']['authors_stop'] is True, cfg
+    bad = papermill(tmp_path/'bad.ipynb', '-p', 'dataset', 'digits', '-p', 'protocol', 'theirs', '-p', 'out_dir', tmp_path/'bad')
+    assert bad.returncode != 0 and "unknown protocol 'theirs'; valid protocols: authors, lotus_nb" in bad.stdout, show(bad)
+    assert not (tmp_path/'bad'/'results.csv').exists()

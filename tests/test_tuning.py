@@ -213,12 +213,12 @@ def test_trials_on_ray(tmp_path):
 
 def test_pruning_in_parallel_rounds(tmp_path):
     """Trials asked two at a time run their rungs as one grid: in the second round the bad one (NegGrad+ at lr 0.1 with beta 0.5,
-    whose gradient ascent wrecks the model) is pruned at its rung of 2 epochs while the good one beside it goes on to its 5;
-    with prune=False the same points run once each"""
+    whose gradient ascent wrecks the model) is pruned at its rung of 2 epochs; the one beside it, whose rung is trial 1's, goes on
+    to its 5 epochs exactly when that rung is at or below the median of the two completed trials'; with prune=False the same points
+    run once each"""
     pts = [dict(lr=3e-2, epochs=6, beta=0.95), dict(lr=1e-3, epochs=6, beta=0.95), dict(lr=0.1, epochs=6, beta=0.5), dict(lr=1e-3, epochs=5, beta=0.95)]
-    # the last point's rung is trial 1's (lr 1e-3, 2 epochs), the better of the two completed trials' by a wide margin, so it is below
-    # their median: Avg Gap 0.062 against lr 3e-2's 0.124 on an AMD EPYC machine. The pair before, lr 1e-3 and 1e-2 (0.062 and 0.084
-    # there), came in the other order on other machines: too close to rank the same everywhere
+    # the last point's rung is trial 1's (lr 1e-3, 2 epochs). Which of trials 0 and 1 ranks first is the machine's numerics: lr 1e-3
+    # against 3e-2 was 0.062 and 0.124 on one machine, 0.075 and 0.051 on another; the pruner's rule is checked on whichever it is
     spec = BenchmarkSpec('digits', 'resnet18_tiny')
     def study(out, prune):
         out.mkdir()
@@ -228,12 +228,14 @@ def test_pruning_in_parallel_rounds(tmp_path):
                     cache_dir=tmp_path/'ckpt', device='cpu', progress=False)
     st = study(tmp_path/'pruned', True)
     assert [t.params for t in st.trials] == pts, [(t.params, t.intermediate_values) for t in st.trials]
-    assert st.trials[1].intermediate_values[2] <= st.trials[0].intermediate_values[2], [t.intermediate_values for t in st.trials]
-    assert [t.state for t in st.trials] == [TrialState.COMPLETE]*2 + [TrialState.PRUNED, TrialState.COMPLETE], [(t.state, t.intermediate_values) for t in st.trials]
+    goes_on = st.trials[1].intermediate_values[2] <= st.trials[0].intermediate_values[2]   # at or below the median of the two
+    last = TrialState.COMPLETE if goes_on else TrialState.PRUNED
+    assert [t.state for t in st.trials] == [TrialState.COMPLETE]*2 + [TrialState.PRUNED, last], [(t.state, t.intermediate_values) for t in st.trials]
     assert [list(t.intermediate_values) for t in st.trials] == [[2]]*4
-    assert st.trials[2].intermediate_values[2] > 0.5 and st.user_attrs['pruned'] == 1 and counted(st)[0] == 4
-    # rows: two runs for each of the first two, one for the pruned one; the last one's rung (lr 1e-3, 2 epochs) is trial 1's, already stored
-    assert len(read_rows(tmp_path/'pruned'/'trials'/'results.csv')) == 2*2 + 1 + 1
+    assert st.trials[2].intermediate_values[2] > 0.5 and st.user_attrs['pruned'] == 2 - goes_on and counted(st)[0] == 4
+    # rows: two runs for each of the first two, one for the pruned one; the last one's rung (lr 1e-3, 2 epochs) is trial 1's, already
+    # stored, and its full run one more where it goes on
+    assert len(read_rows(tmp_path/'pruned'/'trials'/'results.csv')) == 2*2 + 1 + goes_on
     assert st.trials[3].intermediate_values == st.trials[1].intermediate_values
     off = study(tmp_path/'full', False)
     assert all(t.state == TrialState.COMPLETE and t.intermediate_values == {} for t in off.trials) and off.user_attrs['pruned'] == 0

@@ -5,10 +5,12 @@ Each notebook runs in a fresh Python process of its own (`--n_workers` at a time
 processes, so what one notebook leaves behind cannot show in another's outputs here) as `nbdev_test` runs it: execnb's
 `CaptureShell`, in the notebook's folder (`nbs/`), `IN_TEST=1`, the repository and `nbs/` on `sys.path`, skipping the
 cells flagged with settings.ini's `tst_flags` (`slow`, `cuda`) unless `--flags` forces them, `#| eval: false` cells
-and the `nbdev_export()` cell. The environment is pinned for reproducible outputs: `OMP_NUM_THREADS=1` and
-`MKL_NUM_THREADS=1` unless already set, `PYTHONHASHSEED=0`, `TQDM_DISABLE=1` (tqdm's own switch; tqdm bars that a
-call forces on anyway are removed by `normalise`). The outputs then go through `normalise` (below) and nbdev's
-`clean_nb` with settings.ini's options, so `nbdev_clean` leaves the written notebook as it is.
+and the `nbdev_export()` cell. A skipped cell keeps the outputs it stores: a slow cell's are stored by a run with
+`--flags slow`, and a run without the flag neither erases nor compares them. The environment is pinned for
+reproducible outputs: `OMP_NUM_THREADS=1` and `MKL_NUM_THREADS=1` unless already set, `PYTHONHASHSEED=0`,
+`TQDM_DISABLE=1` (tqdm's own switch; tqdm bars that a call forces on anyway are removed by `normalise`). The outputs
+then go through `normalise` (below) and nbdev's `clean_nb` with settings.ini's options, so `nbdev_clean` leaves the
+written notebook as it is.
 
 A notebook whose run raises is left as it was, byte for byte; the report names the cell (`#n`, counted from 1 as in
 the file, with its id and first line) and the error. So is a notebook edited while it ran. The notebooks run by
@@ -20,6 +22,7 @@ regenerated from it (`tools/make_readme.py`).
     python tools/refresh_outputs.py 00_theory nbs/24_hashing.ipynb   # these (names, file names or paths)
     python tools/refresh_outputs.py --check 00_theory         # execute, compare with the stored outputs, write nothing
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
+    python tools/refresh_outputs.py 19_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
     python tools/refresh_outputs.py experiments               # the experiments notebook by papermill, and the embedded paper's page
     python tools/refresh_outputs.py --papermill               # everything: every chapter, then the experiments notebook and the page
 
@@ -192,10 +195,11 @@ def execute(src:Path, force_flags:list|None=None, timeout:int|None=None) -> dict
         NBProcessor(nb=nb)                              # directives parsed and removed from the source, as nbdev_test runs it
         for c in nb.cells:
             if c.cell_type == 'code': c.outputs, c.execution_count = [], None   # no stale output survives a silent cell
-        skip, ran = skip_cell(skip_flags(force_flags or [])), []
+        skip, ran, skipped = skip_cell(skip_flags(force_flags or [])), [], set()
         def pre(cell):
             s = skip(cell)
             if not s: ran.append(cell)
+            else: skipped.add(cell.idx_)
             return s
         os.environ['IN_TEST'] = '1'
         if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
@@ -215,10 +219,10 @@ def execute(src:Path, force_flags:list|None=None, timeout:int|None=None) -> dict
         secs = time.time() - t0
     finally: os.chdir(cwd)
     fresh = json.loads(json.dumps(nb))              # AttrDicts to plain JSON
-    for cell, new in zip(raw['cells'], fresh['cells']):
+    for i, (cell, new) in enumerate(zip(raw['cells'], fresh['cells'])):
         if cell.get('cell_type') != 'code': continue
-        cell['outputs'] = [{k: v for k, v in o.items() if not k.endswith('_')} for o in new.get('outputs', [])]
-        cell['execution_count'] = None
+        if i not in skipped: cell['outputs'] = [{k: v for k, v in o.items() if not k.endswith('_')} for o in new.get('outputs', [])]
+        cell['execution_count'] = None              # a skipped cell keeps what it stored (a slow cell's, run with --flags slow)
     return dict(status='ok', seconds=secs, nb=clean(normalise(raw)))
 
 def _worker_main(src:str, dst:str, flags:str, timeout:str):
