@@ -397,6 +397,7 @@ PROTOCOL_ROWS = {   # ledger row (topic, what) -> where the 'authors' protocol r
     ('Data', 'the unseen/test cut of the held-out split'): ('spec.heldout_cut',),
     ('Data', 'MUFAC with ViT: order of resize and augmentation'): ('by_data.mufac.vit.augment',),
     ('Metrics', 'batch size of metric passes'): ('spec.mia_mode',),
+    ('Metrics', 'model mode during evaluation'): ('spec.mia_mode',),
 }
 NOT_IN_PROTOCOL = (   # ledger rows of a fixed defect that offer a switch, left out of the 'authors' protocol: (topic, what), why
     (('Metrics', 'ZRF'), "no value of theirs to restore: log_zrf (helpers/eval.py:190-223) is never called (unlearn.py:198-207); "
