@@ -210,6 +210,8 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
     check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen')
     check_choice(spec.mia_mode, MIA_MODES, 'MIA mode'); split_rule(spec.split, spec.split_options, spec.heldout_cut)
+    if spec.mia_mode == 'authors' and spec.protocol != 'authors':   # slow and a defect: it exists only to match their run
+        raise ValueError("mia_mode='authors' (the MIA's train-mode passes of one image) runs only under protocol='authors'")
     fdr = spec.fast_dev_run
     if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
     rb = spec.rehearsal_batch
