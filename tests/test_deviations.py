@@ -79,5 +79,5 @@ def test_protocol_table_on_made_up_rows():
     assert t[('Forget Acc.', 'lotus_nb')].tolist() == [.92]*3 and t[('Forget Acc.', 'authors')].tolist() == [.82]*3   # the mean over seeds
     assert [c for c, _ in t.columns[::2]] == ['Forget Acc.', 'Test Acc.', 'MIA Acc.', 'Avg Gap']
     sw = protocol_switches(BenchmarkSpec('digits', 'resnet18_tiny'))
-    assert sw[0] == ('eval_augmented=True', None) and ('lotus authors_stop=True', ('lotus',)) in sw
+    assert ('eval_augmented=True', None) in sw and ("split='first'", None) in sw and ('lotus authors_stop=True', ('lotus',)) in sw
     assert ('ssd repeats=10', ('ssd',)) in sw and not any(s.startswith('ssd repeats=3') for s, _ in sw)   # ResNet: 10, not ViT's 3
