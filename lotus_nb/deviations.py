@@ -4,7 +4,7 @@
 
 # %% ../nbs/19_deviations.ipynb #fd2fa0a4
 from __future__ import annotations
-import ast, dataclasses, re
+import ast, csv, dataclasses, re
 from dataclasses import dataclass
 from pathlib import Path
 import pandas as pd
@@ -17,11 +17,11 @@ from .report import SUPP_ROWS
 
 
 # %% auto #0
-__all__ = ['KINDS', 'DEVIATIONS', 'STAND_IN_SETUP', 'PROTOCOL_ROWS', 'NOT_IN_PROTOCOL', 'TABLE_METRICS', 'EPOCHS_SOURCE',
-           'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'DEFAULTS', 'Deviation', 'cite',
-           'render_citations', 'stand_in_rows', 'ledger', 'offers_switch', 'check_switches', 'check_protocol',
-           'protocol_switches', 'protocol_table', 'recorded_defaults', 'registry_defaults', 'defaults_mismatches',
-           'check_defaults']
+__all__ = ['KINDS', 'LEDGER_FILE', 'DEVIATIONS', 'STAND_IN_SETUP', 'PROTOCOL_ROWS', 'NOT_IN_PROTOCOL', 'TABLE_METRICS',
+           'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'DEFAULTS', 'Deviation',
+           'read_ledger', 'cite', 'render_citations', 'stand_in_rows', 'ledger', 'offers_switch', 'check_switches',
+           'check_protocol', 'protocol_switches', 'protocol_table', 'recorded_defaults', 'registry_defaults',
+           'defaults_mismatches', 'check_defaults']
 
 # %% ../nbs/19_deviations.ipynb #953d2ca2
 @dataclass(frozen=True)
@@ -37,245 +37,25 @@ class Deviation:
     kind: str     # one of KINDS
 
 KINDS = ('defect fixed', 'defect kept', 'code over table', 'our choice', 'stand-in')
-DEVIATIONS = [
-    # (a) the authors' defects, fixed (PROTOCOL.md section 7)
-    Deviation('NegGrad+', 'gradient ascent on the forget set', 'each step minimises beta*CE(retain) - (1-beta)*CE(forget), beta 0.95 ({lotus_nb.neggrad.neggrad_plus})',
-      'NegGrad+ (Kurmanji et al.)', 'naive_unlearning_class.py:96-99 flips the sign of empty gradients before backward(): it descends on D_f',
-      'a defect: published NegGrad+ is finetuning on D_f then D_r', "loop='authors' (87-109: forget pass, retain pass, both descending)",
-      'defect fixed'),
-    Deviation('SCRUB', 'the returned model', 'the trained student ({lotus_nb.scrub.scrub})', 'SCRUB (Kurmanji et al.)',
-      'scrub_class.py:61-64 optimises self.model while copies are trained (75-76); returns self.model (133), the original',
-      "defect (PROTOCOL 7.2): the published SCRUB column is the Original's (tab:imagenet: SCRUB 1.24/0.94/0.71, Original 1.22/0.94/0.71; the 0.02 is plausibly the preprocessing: the SCRUB column, like every unlearned one, saw Resize(224) first, the Original did not; our ImageNet rows are scored so by default, see 'ImageNet preprocessing')",
-      "none (the 'original' row is the published column)", 'defect fixed'),
-    Deviation('Metrics', 'model mode during evaluation',
-      'eval mode for every metric, the model left as it came ({lotus_nb.loops.predict}, {lotus_nb.metrics.evaluate})', 'eval mode implied',
-      "unlearn.py:198 calls log_mia first; its collect_prob (helpers/eval.py:250-277) never calls model.eval(), so the MIA sees the mode "
-      "the method left the model in: train for Finetuning, NegGrad+, Random Labeling (naive_unlearning_class.py:63, 89, 130), "
-      "Bad Teacher (bad_teaching_class.py:162), UNSIR (unsir_class.py:161) and SalUn (salun_class.py:154), whose BatchNorm statistics "
-      "move with each one-image pass, and the metrics after it (log_js_proxy sets eval mode, helpers/eval.py:97-98; JSD; the accuracies) "
-      "read the moved model; eval for LoTUS (lotus_class.py:328), LoTUS+SalUn (salun_class.py:288), SCRUB and SSD (the original model, "
-      "never set to train, saved in the eval mode of its last validation pass: train.py:205, 239), the Gold Standard (retrain.py:228, 284) "
-      "and the Original (train.py:247)",
-      'defect (PROTOCOL 7.3)',
-      "mia_mode='authors' (BenchmarkSpec: the rows of {lotus_nb.runner.TRAIN_MODE_METHODS}; evaluate(..., mia_mode='authors'))",
-      'defect fixed'),
-    Deviation('Metrics', 'JSD formula', "paper's equation: mean over samples of 0.5 KL(p||m) + 0.5 KL(q||m) (column jsd); the authors' JSDiv always beside it (column jsd_authors, {lotus_nb.metrics.js_authors})", 'section 3 equation',
-      'helpers/eval.py:36-62 JSDiv: float32, raw probabilities clamped to [1e-8, 1], each N x K matrix over its global sum, 0.5(KL(m||p)+KL(m||q)) with kl_div batchmean: 1/N x the mean reversed-KL JS; log_js 170-187 (rounded to 6 at 185), called at unlearn.py:207',
-      'defect (PROTOCOL 7.4): the value shrinks as 1/N; jsd_authors is the published scale (the paper-shaped tables and compare_published use it)',
-      'authors_jsd=True (evaluate); jsd(p, q, authors=True)', 'defect fixed'),
-    Deviation('Metrics', 'RF-JSD scale and reference set', "paper's equation: mean over forget-set classes of JS(P_c||Q_c), Q_c = f_orig's class mean on D_u (column rf_jsd); the authors' value beside it (column rf_jsd_authors, {lotus_nb.metrics.rf_jsd})",
-      'section 4: 1/k sum_c JS(P_c||Q_c), Q_c on D_u',
-      'helpers/eval.py:65-167 log_js_proxy, called at unlearn.py:200-205 with the TEST set: Q_c on the test set, classes absent from D_f dropped (148-150), JSDiv of the k x K matrices (161-164) = (1/k) x the mean reversed-KL JS, rounded to 6 (165)',
-      'defect (PROTOCOL 7.4): an extra 1/k (ours/theirs about 4-10 at k = 10, 280-870 at k = 1000 on synthetic outputs); the paper names D_u',
-      "rf_jsd(..., authors=True) on f_orig's test outputs (evaluate: when reference_outputs has test=)", 'defect fixed'),
-    Deviation('Metrics', 'ZRF', '1 - mean per-sample JS(f_un || f_rand) on D_f ({lotus_nb.metrics.zrf})', "Chundawat et al.'s ZRF (a randomly initialised model)",
-      'helpers/eval.py:190-223 log_zrf: 1 - JSDiv(f_un, f_gold) on the N x K matrices (the 1/N scale), rounded to 4 (221); never called (no call under src/; unlearn.py:198-207)',
-      "Chundawat et al.'s definition; the authors' function is unused and compares with the gold model", 'zrf(p_un, p_other, authors=True)', 'defect fixed'),
-    Deviation('Metrics', 'batch size of metric passes', 'batched (1024) ({lotus_nb.metrics.evaluate})', '-',
-      'helpers/eval.py:262-268 (collect_prob) batch_size=1: the MIA passes over retain, forget, test and validation '
-      '(302-305), one image each',
-      'defect (PROTOCOL 7.7): slow, and BatchNorm in train mode',
-      "mia_mode='authors' (BenchmarkSpec; evaluate): the MIA's passes one image each, first, in train mode", 'defect fixed'),
-    Deviation('Metrics', 'images the metrics score', "clean (eval transforms) for every metric: the accuracies, the three MIAs, JSD, RF-JSD ({lotus_nb.metrics.evaluate}, augmented=())", '-',
-      "helpers/data_utils.py:183-205, 160-166, 228-230 (the training sets read with the training transforms), 296-304 (forget and retain: their Subsets); scored augmented by compute_accuracy (unlearn.py:209-213), the MIA (helpers/eval.py:262-268 rebuilds its loader on data_loader.dataset; 302-303), JSD (174: one draw per image, shared by f_un and f_gold) and RF-JSD's forget class means (99-101); a new random draw on every pass",
-      'PROTOCOL 3: a reported metric must not change from pass to pass', "evaluate(..., augmented=('forget', 'retain'), augment_seed=); BenchmarkSpec(eval_augmented=True): one seeded draw shared by every metric", 'defect fixed'),
-    Deviation('SSD', 'how often dampening is applied', 'once ({lotus_nb.ssd.ssd})', 'once (Foster et al.)',
-      'ssd_class.py:202-217 recomputes the importances and dampens (modify_weight, 217) every epoch', 'a defect: SSD is one shot',
-      "repeats=10 (ViT 3: the run's epochs)", 'defect fixed'),
-    Deviation('UNSIR', 'Adam steps on each noise batch', '5 ({lotus_nb.unsir.error_maximizing_noise})', '-',
-      'unsir_class.py:149-159: the loss is computed 5 times, backward and step once',
-      'defect (PROTOCOL 7.5)', 'noise_steps=1', 'defect fixed'),
-    Deviation('UNSIR', 'range of the noise', "clamped to each channel's valid normalised range ({lotus_nb.unsir.error_maximizing_noise})", '-',
-      'unsir_class.py:162 clamps to [0, 1], not the range of normalised images', 'a noise image the pipeline could produce (BASELINES.md)', 'none', 'defect fixed'),
-    Deviation('Bad Teacher', 'the incompetent teacher', "the network f_orig was trained from, with a new head (teacher='pretrained', {lotus_nb.bad_teacher.incompetent_teacher}, {lotus_nb.models.start_copy}): the pretrained ViT-B/16 and a new head for the fine-tuned ViT; a random network for ResNet18 and ImageNet's ViT ({lotus_nb.models.reinit_copy}: rebuilt through the registry with pretrained=False)",
-      'randomly initialised model (section 5)',
-      "bad_teaching_class.py:123-124 helpers.models.ViT(num_classes): ViTModel.from_pretrained('google/vit-base-patch16-224') and a new nn.Linear (helpers/models.py:175-176); 126-127 ResNet18 from scratch; 129-130 vit_b_16(weights=None) on ImageNet",
-      "the code behind the numbers; ours before: random for every model, and reinit_copy left 21.4M of the ImageNet ViT-B/16's 86.6M parameters pretrained (class token, position embedding, attention in-projections; a defect, fixed): it touched the ImageNet benchmark's Bad Teacher row and the zrf column of every ImageNet row",
-      "teacher='random' (BadTeacherConfig)", 'code over table'),
-    Deviation('Bad Teacher', 'shuffling of the batches', 'shuffled ({lotus_nb.bad_teacher.bad_teacher_batches})', '-',
-      'bad_teaching_class.py:145-155 UnLearningData (forget, then the retain subset) with shuffle=False: the same blocks every epoch',
-      'a defect: single-set blocks, one teacher a block', "order='blocks' (in order, still augmented)", 'defect fixed'),
-    Deviation('Timing', 'unit of the reported time', 'minutes of the whole call, device synchronised ({lotus_nb.methods.unlearn})', 'minutes',
-      'salun_class.py:127-136 and bad_teaching_class.py:97, 158 add seconds of preparation to minutes', 'defect (PROTOCOL 7.6)', 'none', 'defect fixed'),
-    Deviation('LoTUS', 'rounding and early stop', 'tau_d from exact accuracies, may fall below 1, all epochs run ({lotus_nb.lotus.lotus})', 'Eq. (11), Fig. fig:tau (tau_d < 1 sharpens)',
-      'lotus_class.py:296-305: accuracies rounded to 2 decimals by compute_accuracy (helpers/eval.py:32), acc_diff in float, stop once acc_diff <= -0.01 (the float test misses 18 of the 100 one-point gaps, e.g. 0.28 vs 0.29), tau_d = np.exp(alpha*acc_diff); salun_class.py:257-262 (LoTUS+SalUn) the same',
-      'PROTOCOL 2', 'authors_stop=True (their float test and tau_d exactly: {lotus_nb.lotus.authors_stop_reached})', 'defect fixed'),
-    Deviation('Data', 'the forget set', 'stratified, seed-dependent 10% (or 50%) ({lotus_nb.splits.make_splits})',
-      '"three seeds, also used to sample various forget sets"',
-      'helpers/data_utils.py:405-410 the first 10% of each class, whatever the seed (int(n * frac) of each class in index order; '
-      'CIFAR-10, CIFAR-100, TinyImageNet)', 'PROTOCOL 1',
-      "split='first' (BenchmarkSpec; {lotus_nb.splits.first_splits}): each class's first forget_pct, the rest as the 'random' rule",
-      'defect fixed'),
-    Deviation('Data', 'the ImageNet forget set', "each seed draws 5 of each class's first 50 training images; the other 45 are retained ({lotus_nb.formats_folders.load_imagenet})",
-      '"three seeds, also used to sample various forget sets"; 5,000 forget / 45,000 retain',
-      'helpers/data_utils.py:421-461 (_split_data_forget_retain_imagenet): indices[:5] forget, indices[5:50] retain (449-450), whatever the seed',
-      'PROTOCOL 1: the seeds draw the forget sets; the 50 images per class (the data a user has) stay the same', "data_options={'forget_rule': 'first'} (BenchmarkSpec, run_benchmark; load_dataset('imagenet', forget_rule='first'))", 'defect fixed'),
-    # (b) a defect of the run behind the numbers, kept by default because the published numbers depend on it
-    Deviation('Training', 'weights kept after early stopping', "the last epoch run: the epoch early stopping broke at, or the last (Recipe.keep='last', {lotus_nb.training.fit})", '-',
-      'train.py:223 best_model = model.state_dict() aliases the live tensors, so train.py:237 model.load_state_dict(best_model) restores nothing (retrain.py:246, 260 likewise)',
-      'a defect of their code, kept by default because the published numbers came from those weights (the Original and Gold of every table); ours before restored the best-validation weights',
-      "recipe={'keep': 'best'}", 'defect kept'),
-    # (c) where the code behind the numbers overrides the paper's text or table, or fills in what it leaves out
-    Deviation('Models', 'ResNet18 network', "the authors' ResNet18 ({lotus_nb.models.AuthorsResNet}, registered as 'resnet18'): 3x3 stride-1 stem, MaxPool2d(3, 2, 1) kept, a 1x1 convolution (no BN) on the identity path of every block; 11.52M parameters with 10 classes; never pretrained",
-      'ResNet18 (section 5), no details', 'helpers/models.py:11-157 (identity_conv 42-45, 67; max-pool 95, 140)',
-      "the network behind the published numbers; ours before (torchvision's blocks: a projection only where shapes change; CIFAR stem without the max-pool; 11.17M) is 'resnet18_tv' ({lotus_nb.models.CifarResNet})",
-      "model='resnet18_tv'", 'code over table'),
-    Deviation('Models', 'ViT-B/16 head and LayerNorm eps', "timm's ViT-B/16 with Google's in21k/in1k weights (VIT_B_16_TIMM, the tensors of google/vit-base-patch16-224), every LayerNorm eps 1e-12, a new head at PyTorch's default init ({lotus_nb.models.authors_vit}, registered as 'vit_b_16')", 'ViT (section 5), no details',
-      'helpers/models.py:175-176 (ViTModel.from_pretrained("google/vit-base-patch16-224"), a new nn.Linear head), 190 (the CLS token after the final LayerNorm); transformers 4.35.2 (pip_requirements.txt): ViTConfig layer_norm_eps 1e-12',
-      "the network behind the published ViT numbers; ours before: timm's init (head trunc-normal(0.02), zero bias; eps 1e-6), 'vit_b_16_timm'. Not bit-reproducible (HF consumes the RNG otherwise): the scheme is what matches",
-      "model='vit_b_16_timm'", 'code over table'),
-    Deviation('Data', 'CIFAR-10/100 augmentation, ResNet18', "random crop 32, zero padding 4, no flip: augment='crop' ({lotus_nb.formats_cifar.load_cifar10})", 'PROTOCOL 4: crop and flip',
-      'helpers/data_utils.py:74 (the flip commented out), 143-146 (RandomCrop(32, padding=4))', 'the code behind the numbers; ours before: crop and flip',
-      "augment='crop_flip' (run_benchmark / BenchmarkSpec)", 'code over table'),
-    Deviation('Data', 'CIFAR-10/100 augmentation, ViT', "none ({lotus_nb.formats_cifar.load_cifar10}, {lotus_nb.formats_cifar.load_cifar100}: benchmark_by_arch={'vit': dict(augment='none')})", '-',
-      'helpers/data_utils.py:136-141 (the ViT branch only prepends Resize: no crop), 74 (no flip)', 'the code behind the numbers; ours before: crop and flip', "augment='crop_flip'", 'code over table'),
-    Deviation('Data', 'TinyImageNet augmentation, ResNet18', "random crop 64 repeating the edge pixels (padding 8), and a flip: augment='crop_edge_flip' ({lotus_nb.augment.augment_batch})", '-',
-      "helpers/data_utils.py:116 (RandomHorizontalFlip), 147-149 (RandomCrop(64, padding=8, padding_mode='edge'))", 'the code behind the numbers; ours before: flip only', "augment='flip'", 'code over table'),
-    Deviation('Training', 'recipe of f_orig and f_gold, ResNet18', "SGD lr 0.1, momentum 0.9, wd 5e-4, batch 512, at most 150 epochs; learning rate scaled per epoch by min(1, (e+1)/30) x (1 - max(0, e+1-30)/120); early stopping on validation loss, patience 50 (RECIPES['resnet'], schedule='linear': {lotus_nb.training.linear_warmup_decay})",
-      '- (the unlearning hyperparameters only)', 'bash_scripts/reproduce_results.sh:17; helpers/config.py:45-50; train.py:177-181, 232-233; retrain.py:200-205, 255-256',
-      'the code behind the numbers; ours before: per-step linear warm-up of 5 epochs then cosine, patience 20', "recipe=OUR_RECIPES['resnet']", 'code over table'),
-    Deviation('Training', 'recipe of f_orig and f_gold, ViT', "SGD lr 1e-4, momentum 0.9, wd 5e-4, batch 64, at most 30 epochs, no schedule, patience 10 (RECIPES['vit'], schedule='constant')", '-',
-      'bash_scripts/reproduce_results.sh:60 (--batch_size 64 --epochs 30 --is_early_stop True --patience 10); helpers/config.py:43-47 (sgd, lr 1e-4, is_lr_scheduler False)',
-      'the code behind the numbers; ours before: per-step warm-up of 1 epoch then cosine, patience 5', "recipe=OUR_RECIPES['vit']", 'code over table'),
-    Deviation('Metrics', "entropy MIA's non-members", "the test set and D_u together (mia_nonmember='test+unseen': {lotus_nb.metrics.evaluate}, BenchmarkSpec, run_benchmark)",
-      "the MIA of Foster et al. and Chundawat et al. (section 4); the non-members are not named",
-      'helpers/eval.py:302-315: X_r stacks the entropies of retain, test and validation (= our D_u), Y_r 1, 0, 0; log_mia at unlearn.py:198',
-      'the run behind the published MIA and Avg Gap; D_u alone was ours', "mia_nonmember='unseen' (evaluate, run_benchmark, BenchmarkSpec)", 'code over table'),
-    Deviation('Metrics', "entropy MIA's logistic regression", "binary LogisticRegression(class_weight='balanced', C=2) ({lotus_nb.metrics.mia_entropy})", '-',
-      "helpers/eval.py:355-360 LogisticRegression(class_weight='balanced', solver='lbfgs', multi_class='multinomial', random_state=42): on two classes its penalty 0.5(|w0|^2 + |w1|^2) is the binary fit's at C=2",
-      'scikit-learn 1.8 removed multi_class; C=2 gives the same scores (checked against scikit-learn 1.5.2 on synthetic data)', 'mia_entropy(..., C=1.)', 'code over table'),
-    Deviation('Aggregation', "how a benchmark's seeds become a cell of the paper-shaped tables and of compare_published",
-      "each seed's values rounded as logged (accuracies, MIA 2 decimals; jsd_authors, rf_jsd_authors 6; time 2); mean and std (ddof 1) over seeds; JSD and RF-JSD x1e4; round 2; gap = |mean - Gold's mean| of the rounded means; Avg Gap = mean of the 4 gaps, round 4, printed without ± ({lotus_nb.report.aggregate_authors})",
-      'Avg Gap without ± (multiples of 0.0025); JSD x1e4 and time mean ± std',
-      "notebooks/results.ipynb cell 0 (groupby('method').aggregate(['mean', 'std']); js, js_proxy x1e4; round(2); *_gap of the rounded means; avg_gap .mean(axis=1).round(4)); results_class.ipynb, results_imagenet.ipynb the same; per-seed rounding helpers/eval.py:32, 364, 185, 165, unlearn.py:196",
-      'the tables stand beside the published numbers; ours (the mean of per-seed gaps ± std) can rank methods otherwise',
-      "the '_extra' tables: row 'Avg Gap (ours: mean of per-seed gaps)' ({lotus_nb.report.EXTRA_ROWS}), std ddof 0", 'code over table'),
-    Deviation('Aggregation', 'the points of tab:pcc', "Gold, Finetuning, NegGrad+, RndLbl, BadT, SCRUB, SSD, UNSIR and LoTUS (9), their printed means of jsd_authors and rf_jsd_authors (x1e4, round 2) ({lotus_nb.paper_tables.pcc_jsd_rf_authors})",
-      'not stated; its ten (r, p) pairs imply n = 9 (n = 10 would give p 0.0001-0.0002 for ViT C-10 10%, printed 0.0005)',
-      "notebooks/results.ipynb cell 0: pearsonr(main_df[('js', 'mean')], main_df[('js_proxy', 'mean')]); main_df also lists our_cifake, which the published p-values exclude; SalUn never",
-      'reproduces the published correlations', 'tab:pcc_extra: pcc_jsd_rf (every unlearning method, SalUn in, Gold out, unrounded jsd and rf_jsd)', 'code over table'),
-    Deviation('SalUn', 'learning rate', '1e-3 (ResNet and ViT)', 'Table tab:hyperparams (tex:827): 0.1',
-      'salun_class.py:37-45, 51-56: 0.1 only clears gradients; salun_with_relabel steps at 1e-3 (138-147)', 'the code behind the numbers wins', 'lr=0.1', 'code over table'),
-    Deviation('SalUn', 'mask fraction k', '0.1', '-', 'salun_class.py:86 threshold_list = [0.1], 129 with_0.1.pt', "the code behind the numbers (SalUn's own default: 0.5)", 'mask_fraction=0.5', 'code over table'),
-    Deviation('LoTUS+SalUn', 'mask fraction k', '0.1', '-', 'salun_class.py:86, 129, salun_with_lotus 209-294', 'the code behind the numbers', 'mask_fraction=0.5', 'code over table'),
-    Deviation('LoTUS+SalUn', 'class-unlearning target and alpha', "class unlearning keeps the instance target (the teacher's accuracy on D_u) and alpha 2 ({lotus_nb.lotus_salun.LotusSalunConfig})", '- (the class results are LoTUS\'s)',
-      "salun_class.py:214-215 (salun_with_lotus) sets is_class_unlearning = False and alpha = 2 whatever the run; 248-251 then target compute_accuracy(teacher, dl['val'])",
-      'the code behind the numbers', "class_unlearning=True, alpha=32. (LoTUS's class defaults)", 'code over table'),
-    Deviation('Random Labeling', 'how forget and retain are passed over', "passes='sequential': each epoch a relabelled forget pass, then a retain pass",
-      '- (Graves et al.: one shuffled set)', 'naive_unlearning_class.py:128-173; salun_class.py:152-202 (mask on the forget pass only, 188-190)',
-      'the code behind the numbers', "passes='shuffled'", 'code over table'),
-    Deviation('UNSIR', 'schedule and momentum', 'epochs rounds (10; ViT 3) of impair + repair; SGD momentum 0.9',
-      'Table tab:hyperparams (tex:826): lr 1e-3, wd 0, SGD', 'unsir_class.py:65-73 (momentum 0.9), 126-185 (rounds); reproduce_results.sh:19-22, 62-68',
-      'the code behind the numbers (Choi and Na: 2 impair + 1 repair, no momentum)', 'epochs=, momentum=0.', 'code over table'),
-    Deviation('UNSIR', "the model's mode while the noise is optimised", "train (noise_mode='train', {lotus_nb.unsir.error_maximizing_noise}): BatchNorm on batch statistics, its running statistics updated by the forget and noise passes (1 + noise_steps per pair)",
-      '- (Choi and Na: eval mode throughout)', "unsir_class.py:161 model.train() stays in effect for the next pairs' noise passes (149-154; 10 BatchNorm-updating passes per pair; the first pair of the first round in the mode the model arrives in)",
-      'the code behind the numbers; not a defect: the impair step passes the same noise in train mode, and running statistics are read only in eval mode, after the repair pass',
-      "noise_mode='eval'", 'code over table'),
-    Deviation('UNSIR', 'batch size', '128; ViT 16; ResNet18 MUFAC 64; ImageNet 64', 'batch sizes as LoTUS', 'reproduce_results.sh:49, 66, 84, 102, 119, 156',
-      'the code behind the numbers (memory)', "batch_size= / method_overrides={'unsir': {...}}", 'code over table'),
-    Deviation('SSD', 'batch size of the importance passes', '128; ViT 32; ImageNet 256', '-', "ssd_class.py:30, 209-212 the run's batch size; reproduce_results.sh:68",
-      'the code behind the numbers', 'batch_size=', 'code over table'),
-    Deviation('Benchmarks', 'ImageNet batch size', 'every method 256, UNSIR 64 ({lotus_nb.formats_folders.load_imagenet})', 'LoTUS 256 (ImageNet ViT)', 'reproduce_results.sh:115-121',
-      'the code behind the numbers', "method_overrides={'<method>': {'batch_size': ...}}", 'code over table'),
-    Deviation('LoTUS', 'alpha on CIFAR-10 ResNet18', "8 for instance unlearning, 32 for class unlearning ({lotus_nb.formats_cifar.LOTUS_ALPHA_CIFAR10_RESNET18}, resolved by kind in {lotus_nb.benchmark_spec.benchmark_defaults}); 2 elsewhere",
-      'alpha 2 (searched over {2, 4, 8, 16})', 'reproduce_results.sh:19 --alpha 8; class_reproduce_results.sh:21 --alpha=32; notebooks/results.ipynb cell 0 (alpha "8.0" for cifar10-resnet)',
-      "the code behind the numbers; ours before: 8 for class unlearning too (the benchmark's override beat the class default)", "method_overrides={'lotus': {'alpha': 2.}}", 'code over table'),
-    Deviation('LoTUS', 'alpha in class unlearning', '32 ({lotus_nb.lotus.LotusConfig})', '-', 'bash_scripts/class_reproduce_results.sh:21, 36, 51 (--alpha=32 --is_class_unlearning=True)',
-      'the code behind the numbers', 'alpha=', 'code over table'),
-    Deviation('Precision', 'numerics on CUDA', "float32 with the authors' cuDNN flags: no autocast, deterministic cuDNN, no autotuner, TF32 convolutions, float32 matmuls (precision='fp32', {lotus_nb.device.autocast}, {lotus_nb.device.numerics}); recorded per row (column precision)", '-',
-      'helpers/seed.py:63-66 (cudnn "slow": cudnn.enabled, deterministic = True, benchmark = False; the default of helpers/config.py:37), called before every run (train.py:38, retrain.py:77, unlearn.py:68); no autocast, GradScaler or half anywhere under src/; torch 2.1.0, cuDNN 8.9.2 (environment.yml)',
-      "f_orig and f_gold, which every number rests on, were trained so; ours before: bf16 autocast on CUDA whatever $LOTUS_FAST said; no GPU measurement yet shows bf16's rows within seed noise of theirs",
-      "precision='bf16' (BenchmarkSpec; $LOTUS_PRECISION; set_precision): bf16 autocast, channels-last and the cuDNN autotuner, with the fast path only", 'code over table'),
-    Deviation('Metrics', "the metrics' D_u with a synthetic D_u", "the methods' D_u, e.g. CIFAKE: acc_unseen, the entropy MIA's non-members (with the test set) and RF-JSD's f_orig outputs read it (eval_unseen='methods', {lotus_nb.runner.eval_unseen_of}, {lotus_nb.runner.SeedContext})", 'tab:cifar: LoTUS with CIFAKE as D_u',
-      "helpers/data_utils.py:254-258 replaces the validation set by CIFAKE (ImageFolder ~/data/cifake_classes) for the whole run when using_CIFAKE (unlearn.py:116): LoTUS's target (lotus_class.py:293), the MIA (unlearn.py:198; helpers/eval.py:305, 308: retain against test and CIFAKE) and acc_val (unlearn.py:218)",
-      "the run behind the published column; ours before: the held-out half of CIFAR, a set the methods never saw", "eval_unseen='heldout' (BenchmarkSpec)", 'code over table'),
-    Deviation('LoTUS', 'images of the forget accuracy in tau_d', "a fresh draw of D_f's training augmentation each epoch, eval mode, against Acc(f_orig, D_u) on clean images (forget_acc='augmented', {lotus_nb.lotus.lotus})", 'Eq. (11): Acc(f_un, D_f); transforms not named',
-      "lotus_class.py:299-300 model.eval(); compute_accuracy(self.model, self.dl['forget']): one pass of the forget loader (helpers/data_utils.py:319-326: shuffled, no drop_last) over the training-transform Subset (183-205, 296-304), each epoch; Acc(f_orig, D_u) on clean validation images (lotus_class.py:293); salun_class.py:257-258 (LoTUS+SalUn) the same",
-      'every published LoTUS number rests on it; a training signal, not a reported metric (the same on unaugmented benchmarks)', "forget_acc='clean'", 'code over table'),
-    Deviation('Data', 'the retain subset of LoTUS and Bad Teacher', "a seeded uniform draw of int(0.3 n) of D_r, classes as they fall (retain_draw='uniform', {lotus_nb.methods.UnlearnTask}, {lotus_nb.data.uniform_sample})", '"a random 30%" of D_r (section 5)',
-      'lotus_class.py:267-271 and bad_teaching_class.py:135-139: random.sample(population=range(len(retain)), k=int(0.3 * len(retain))) (Python random, seeded by set_seed: lotus_class.py:211); salun_class.py:225-229 (LoTUS+SalUn) the same',
-      'the runs behind the numbers; ours before: stratified (each class its rounded share). The images differ anyway (their retain set is class-concatenated, ours index-sorted): the rule is what follows theirs',
-      "retain_draw='stratified' (UnlearnTask, BenchmarkSpec)", 'code over table'),
-    Deviation('Training', 'validation loss of early stopping', "the mean over validation batches of the recipe's batch size of each batch's mean loss (Recipe.val_loss='batches', {lotus_nb.training.val_loss_of})", 'early stopping on the validation loss',
-      'train.py:206-214 (val_loss += loss.item() per batch of dl["val"], then /= len(dl["val"]); batches of the run\'s size, helpers/data_utils.py:277-284); retrain.py the same',
-      'the stop epoch is the kept model (the weights of the last epoch run); ours before: the mean over samples, which weighs a partial last batch by its size',
-      "recipe={'val_loss': 'samples'} (OUR_RECIPES)", 'code over table'),
-    Deviation('Aggregation', "rounding of each seed's MIA", "numpy's rounding (scaled by 100, half to even), as logged ({lotus_nb.report.as_logged}, LOGGED_ROUNDING); every other logged value by Python's round", '-',
-      'helpers/eval.py:362-364: results = clf.predict(X_f); prob_mia = results.mean() (a numpy float64); round(prob_mia, 2); accuracies (31-32), JSD (185), RF-JSD (165) and the time (unlearn.py:196) are Python floats',
-      "the logged values behind the printed means: 46 of the 5,001 values k/5,000 round otherwise (0.005: numpy 0.0, Python 0.01); none at n = 250, 500 or 1,062",
-      "as_logged(..., rounding={'mia': 'python'}); aggregate_authors(..., rounding=...)", 'code over table'),
-    # (d) our choices where the paper and the code say nothing, or where an original paper is followed
-    Deviation('SSD', 'batches of the importance passes', "clean images; I_f over D_f and I_D over D = D_f + D_r, each in split order (mixed classes) ({lotus_nb.ssd.importances})", '-',
-      "ssd_class.py:207-216: I_f = calc_importance(self.dl['forget']) (augmented, shuffled: helpers/data_utils.py:319-326), I_D over DataLoader(ConcatDataset([forget, retain]), shuffle=False): augmented and class-ordered, since their forget and retain are per-class ConcatDatasets (405-418), so its batches are (nearly) single-class; the importance is the mean over batches of the squared batch-mean gradient (138-154)",
-      "Foster et al.'s importance over mixed batches (BASELINES.md), on clean images as every metric; single-class batches inflate I_D, so fewer parameters pass I_f > alpha I_D", "unlearn('ssd', ..., batches='authors') ({lotus_nb.ssd.class_ordered})", 'our choice'),
-    Deviation('Data', 'TinyImageNet held-out labels of the unseen/test cut', "files and labels both read from val_annotations.txt, aligned; the cut stratified on the true labels ({lotus_nb.formats_folders.read_tinyimagenet})", '-',
-      'helpers/tiny_imagenet_utils.py:70-76: filenames from glob (file-system order), targets from the annotation dict (annotation order); __getitem__ (80-89) labels by file name, but helpers/data_utils.py:244-248 stratifies the held-out cut on held_out.targets, labels unrelated to the samples: in effect an unstratified random 50/50 cut',
-      'a defect: the stratification the code asks for', "none (glob's order depends on the file system, so their cut cannot be reproduced; statistically an unstratified 50/50 cut)", 'defect fixed'),
-    Deviation('Data', 'ImageNet classes whose first name another class shares', "each class's own images ({lotus_nb.formats_folders.load_imagenet})", '-',
-      "helpers/data_utils.py:440-450: class_to_idx maps each name to the LAST class that has it; indices are drawn by each class's names, so four classes (134 crane -> 517, 358 polecat -> 361, 638 maillot -> 639, 657 missile -> 744) get another class's 5 + 45 images: 4 classes without forget or retain images, 4 with theirs twice (20 duplicated forget, 180 duplicated retain entries)",
-      'a defect: forget sets are drawn from every class', "none (a quirk: four classes' images replaced by another's; RF-JSD averages 996 classes, about 0.4% fewer, below the printed precision)", 'defect fixed'),
-    Deviation('Data', 'the unseen/test cut of the held-out split',
-      "stratified_sample(y_heldout, 0.5, seed) ({lotus_nb.splits.cut_heldout})", '-',
-      'helpers/data_utils.py:245-250 StratifiedShuffleSplit(n_splits=1, test_size=0.5, random_state=seed); val = the "train" half',
-      "the same distribution (stratified halves, seeded). Where every class has an even count (CIFAR-10, CIFAR-100, TinyImageNet) "
-      "the two are the same images: both take one permutation per class from RandomState(seed), in class order, D_u its first half; "
-      "where a class count is odd they part (sklearn sets each class's share from the halves of the whole split, breaking ties by "
-      "draws of the same generator; ours rounds each class's half). sklearn's draw is theirs where the installed scikit-learn "
-      "draws as theirs did",
-      "heldout_cut='sklearn' (BenchmarkSpec; make_splits, dataset_splits: {lotus_nb.splits.cut_heldout})", 'our choice'),
-    Deviation('Data', 'MUFAC with ViT: order of resize and augmentation',
-      "flip, affine map and colour jitter on the stored 128 x 128 image, then the batch resized to 224 "
-      "(augment='mufac', {lotus_nb.loaders.prepare_batch})", '-',
-      "helpers/data_utils.py:89-98 ('mufac-train': RandomHorizontalFlip, RandomAffine(0, shear=10, scale=(0.8, 1.2)), "
-      "ColorJitter(0.2, 0.2, 0.2)) and 136-141 (is_vit: Resize(224) before every transform): resized first, augmented at 224 x 224",
-      "each batch augmented on the device at its stored size (about a third of the pixels), then resized as every evaluation "
-      "batch is; the same transforms, other pixels (the affine map's nearest-neighbour grid is the stored image's)",
-      "augment='mufac_resized' (BenchmarkSpec; {lotus_nb.augment.augment_batch})", 'our choice'),
-    Deviation('Data', 'ImageNet preprocessing', "each row as the authors' script for it: the unlearned rows (and the models they start from) on resize 224, then resize 256, centre crop 224; the Original row on resize 256, centre crop 224, its reference outputs drawn on those ({lotus_nb.formats_folders.load_imagenet} preprocess='authors', ImageData.views, {lotus_nb.runner.seed_context})", 'resize 256, centre crop 224 (PROTOCOL 4)',
-      "unlearn_imagenet.py:80-88 is_vit=True -> helpers/data_utils.py:136-141 prepends Resize(224) to the imagenet transform (104-113): the unlearned rows saw Resize(224), Resize(256), CenterCrop(224); original_imagenet.py:65-73 is_vit=False: the Original row saw Resize(256), CenterCrop(224); a blur through a 224-px bottleneck (mean |difference| 3-6 grey levels on two photos)",
-      "the code behind the published numbers: its unlearned columns were made otherwise than its Original column (see SCRUB's 'the returned model'); the Original row costs one more reference pass", "BenchmarkSpec('imagenet', data_options={'preprocess': 'one'}): one pipeline, resize 256 and centre crop 224, for every row", 'code over table'),
-    Deviation('Data', 'ImageNet validation and test sizes', '5 of each class each (5,000 + 5,000)', '5,000 each (section 4)',
-      'helpers/data_utils.py:243-250 cuts the 50,000 validation images 50/50 (25,000 each)', "the paper's sizes", 'none', 'our choice'),
-    Deviation('Training', 'the time reported for f_orig and f_gold', 'the whole training ({lotus_nb.training.fit})', '-',
-      'train.py:250 and retrain.py (best_time) log the time up to the best-validation epoch', 'the time it took; theirs stops the clock at an epoch whose weights they do not keep', 'none', 'our choice'),
-    Deviation('fig:hash_diff', 'statistic and sampling', 'left panel: Hamming distance of pHashes over every forget x retain pair, exact counts; right panel (ours): the nearest retain image of each forget image',
-      '"the absolute difference between their image hashes"', "notebooks/check_orthogonality.ipynb (JSON lines 421-436: abs(forget_hash - retain_hash), the Hamming distance; 606: a cumulative histogram, CIFAR pairs subsampled to MUFAC's count)",
-      "the authors' statistic without the subsampling; the nearest-neighbour panel shows what a single near-duplicate does", 'none', 'our choice'),
-    Deviation('SCRUB', 'weight decay, max steps, retain-KL weight', 'Adam wd 5e-4 (table); max pass only in the first msteps=3 epochs, then min passes; min pass gamma*CE + alpha*KL with gamma 1, alpha 0.5',
-      'Table tab:hyperparams: lr 5e-4, wd 5e-4, Adam',
-      'scrub_class.py:57-60 wd 0.1 except CIFAR-100; a min pass then a max pass every epoch (84-128), no msteps; min loss CE + KL with weight 1 each (95-101)',
-      "its result was discarded (it returned the original), so no published number depends on them; we follow Kurmanji et al. and the table",
-      'weight_decay=0.1, msteps=epochs, alpha=1.', 'our choice'),
-    Deviation('SCRUB', 'msteps, lr milestones, temperature', 'msteps 3, lr x0.1 at milestones (3, 5, 9) scaled to the epochs, T 4',
-      '-', 'scrub_class.py:66-67 T 4; no msteps, no milestones', "Kurmanji et al.'s instance-wise setting (BASELINES.md)", 'milestones=(), lr_decay=1.', 'our choice'),
-    Deviation('Bad Teacher', 'KL reduction', 'per-sample KL, batch mean', '-', "bad_teaching_class.py:92 F.kl_div default reduction 'mean' (divides by the classes too)",
-      'the KL of a distribution, as Chundawat et al. intend (BASELINES.md); only scales the lr', 'none', 'our choice'),
-    Deviation('NegGrad+', 'beta', '0.95', '-', 'none (the code never ascends)', 'Kurmanji et al., small scale', 'beta=', 'our choice'),
-    Deviation('UNSIR', 'retain sample', 'seeded draw of at most 1000 (100 with 100+ classes) per class ({lotus_nb.unsir.unsir})', '-', 'unsir_class.py:88-110 the first ones of each class', 'seed-dependent', 'retain_per_class=', 'our choice'),
-    Deviation('UNSIR', 'pairs of retain and forget batches', "pairs='cut': a pair cut to the common size ({lotus_nb.unsir.impair_epoch})", '-',
-      'unsir_class.py:136-140 skips a pair unless both batches are full', 'a forget set smaller than one batch is still impaired', "pairs='full'", 'our choice'),
-    Deviation('UNSIR', 'augmentation of the retain sample', "a new draw each pass, impair and repair ({lotus_nb.unsir.unsir})", '-',
-      'unsir_class.py:94-121: the sample a list built from the retain dataset, transformed once; every pass reshuffles it',
-      "as every training loop draws it; their one draw is a side effect of the list", "retain_augment='once'", 'our choice'),
-    Deviation('LoTUS+SalUn', 'ViT learning rate', "LoTUS's ViT 1e-6", '- (ResNet18 only)', 'salun_class.py:216-220 AdamW lr 1e-4 for any model', 'the paper reports it on ResNet18 only', 'lr=1e-4', 'our choice'),
-    Deviation('SalUn', 'images of the saliency mask', "the forget set's clean images, in order ({lotus_nb.salun.saliency_mask})", '-',
-      "salun_class.py:60-80: one pass of self.dl['forget'], the forget training loader (shuffled, augmented: data_utils.py:319-326)",
-      "the forget images as the metrics see them; their augmentation draw is incidental", "mask_images='augmented'", 'our choice'),
-    Deviation('LoTUS+SalUn', 'images of the saliency mask', "clean, in order (SalUn's mask, {lotus_nb.salun.with_saliency})", '-',
-      "salun_class.py:128 generate_mask, the pass of 60-80 over the forget training loader, before salun_with_lotus",
-      "as SalUn's", "mask_images='augmented'", 'our choice'),
-    Deviation('Tuning', 'validation unseen and test sets', "drawn from the held-out images in no reported seed's test set, halved per class ({lotus_nb.splits.unreported_heldout})",
-      'alpha tuned "to minimize the Avg Gap score without using the test set"', '- (no tuner in the public code)',
-      "the tuner's Avg Gap (its test term, and the MIA's test and unseen non-members) never scores a reported test image; before, about half of the validation test set was reported test images",
-      "split_options={'heldout': 'paper'} (validation_spec, tune)", 'our choice'),
-    Deviation('Inputs', 'sets checked before any work', "forget, retain, unseen (and test, in evaluate) share no item; the model takes every set and has an output for every label ({lotus_nb.set_checks.check_disjoint}, {lotus_nb.model_checks.check_model_fits})",
-      '- (disjoint by construction)', 'no check: forget and retain are Subsets of one training set, D_u and test the halves of the held-out set (helpers/data_utils.py:240-250, 398-418)',
-      "a user's sets can overlap or not fit the model: LoTUS ran on them silently, or failed later naming no set", 'UnlearnTask(..., check_sets=False); evaluate(..., check_sets=False); lotus_unlearn(..., check_sets=False)', 'our choice'),
-    Deviation('Inputs', 'a forget set the model never memorised', "lotus_unlearn warns (MemorisationWarning) when f_orig fits D_f no better than D_u: forget accuracy higher by at most 0.02, or mean loss lower by at most 50%, within 2 standard errors ({lotus_nb.model_checks.memorisation_warning}); one forward pass over D_f and one over D_u",
-      '- (forget sets drawn from the training set)', 'no check: the forget set is drawn from the training set (helpers/data_utils.py:398-418)',
-      "a forget set drawn from held-out data, or never memorised, leaves tau_d about 1 and every method's Avg Gap small: the run would measure no unlearning", 'lotus_unlearn(..., check_sets=False)', 'our choice'),
-]
+LEDGER_FILE = Path(lotus_nb.__file__).parent/'deviations.csv'   # the rows, shipped with the package (MANIFEST.in)
 
+def read_ledger(path=None, # a CSV of ledger rows: a header of Deviation's eight fields, in order; None: LEDGER_FILE
+               ) -> list:  # one Deviation per line, in the file's order
+    "The ledger's rows stored in `path`, each field's text as is; a wrong header, a short or long line, an empty value or an unknown kind raises"
+    path, fields = LEDGER_FILE if path is None else Path(path), [f.name for f in dataclasses.fields(Deviation)]
+    with open(path, newline='', encoding='utf-8') as f:
+        reader = csv.DictReader(f, strict=True)
+        if reader.fieldnames != fields: raise ValueError(f"{path.name}: columns {reader.fieldnames}, expected {fields}")
+        rows = []
+        for r in reader:
+            where = f"{path.name}, line {reader.line_num}"
+            if None in r or None in r.values(): raise ValueError(f"{where}: {len(fields)} values expected")
+            if empty := [k for k, v in r.items() if not v.strip()]: raise ValueError(f"{where}: empty value of {empty}")
+            if r['kind'] not in KINDS: raise ValueError(f"{where}: kind must be one of {KINDS}, got {r['kind']!r}")
+            rows.append(Deviation(**r))
+    return rows
+
+DEVIATIONS = [r for r in read_ledger() if r.kind != 'stand-in']   # every row but the stand-ins' set-up (STAND_IN_SETUP)
 
 # %% ../nbs/19_deviations.ipynb #6533a391
 _CITE = re.compile(r'\{(lotus_nb(?:\.\w+){2,3})\}')
@@ -309,19 +89,7 @@ def render_citations(text:str # ledger text; {lotus_nb.module.Name} marks a cita
     return _CITE.sub(lambda m: cite(m.group(1)), text)
 
 # %% ../nbs/19_deviations.ipynb #2ef726fc
-STAND_IN_SETUP = [   # the stand-ins' network and recipe: what the embedded benchmarks train, and why not the authors'
-    Deviation('Stand-ins', 'network of the embedded stand-ins', "resnet18_small / resnet18_tiny ({lotus_nb.models.CifarResNet}): torchvision's blocks (a projection only where shapes change), CIFAR stem without the max-pool, base width 8 / 4",
-      'ResNet18', 'helpers/models.py:11-157 (max-pool 95, 140; identity_conv in every block 42-45, 67)',
-      "a max-pool would leave 7 px of a 14 px Fashion-MNIST image (4 of 8 px digits) to the first stage; the main job's models stay what they were",
-      "model='resnet18' (the authors' network)", 'stand-in'),
-    Deviation('Stand-ins', 'training recipe of the embedded stand-ins', "digits 15 epochs batch 128, fashionmnist 25 epochs batch 256, lr 0.1, per-step warm-up of 1 / 2 epochs then cosine (schedule='cosine'), no early stopping ({lotus_nb.formats_idx.load_digits_data}, {lotus_nb.formats_idx.load_fashionmnist})",
-      '-', 'train.py:177-181, 232-233 (per-epoch linear warm-up of 30 epochs, then linear decay); helpers/config.py:48, 50',
-      'CPU runs of minutes that memorise their training set; the main job trains the models it trained before', "recipe={'schedule': 'linear', ...} (run_benchmark)", 'stand-in'),
-    Deviation('Stand-ins', 'embedded scale', "each unlearning method's optimiser steps scaled toward what its paper settings take on CIFAR's 50,000 training images, by one rule: batch size / s (at least 8), epochs x the rest (s = 50,000 / 2,500 = 20, capped at max_step_scale 5: batch 26 at the paper's epochs, a quarter of the paper's steps) ({lotus_nb.benchmark_spec.step_budget}, {lotus_nb.benchmark_spec.step_scale}); each row records steps and paper_steps; learning rates and every other setting the paper's; SSD (no epochs) and the references unchanged",
-      "the paper's epochs and batch sizes (tab:hyperparams), at the paper's scale", '-',
-      "at the paper's epochs the embedded benchmark's 2,500 images give 80 LoTUS steps where CIFAR-100 gives about 1,450, and the table ranked methods by how little they moved; the whole budget (s = 20) takes about 20 minutes on two cores, the cap keeps the main job within 7",
-      "step_budget='unscaled' (BenchmarkSpec; papermill -p step_budget unscaled): the paper's epochs and batch sizes as they are; step_budget='paper': the whole budget, uncapped", 'stand-in'),
-]
+STAND_IN_SETUP = [r for r in read_ledger() if r.kind == 'stand-in']   # the stand-ins' network, recipe and scale: the file's stand-in rows
 
 def stand_in_rows() -> list:
     "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper_plan` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"
@@ -359,10 +127,10 @@ def check_switches(probes:dict,    # (topic, what) -> probe() returning (default
                    rows:list=None,  # rows of the ledger; None: every row (DEVIATIONS and the stand-ins)
                   ) -> pd.DataFrame: # one row per switch: its default and switched value, and whether they differ
     "Walk every row that offers a switch, apply it and check that it changes what the row says; raises listing a missing probe, a probe of no row, or a switch that changes nothing"
-    rows = DEVIATIONS + stand_in_rows() if rows is None else rows
+    every, rows = rows is None, DEVIATIONS + stand_in_rows() if rows is None else rows
     out, bad = [], []
     keys = {(r.topic, r.what) for r in rows}
-    bad += [f"{k}: a probe, but no ledger row" for k in probes if k not in keys and rows is None]
+    bad += [f"{k}: a probe, but no ledger row" for k in probes if k not in keys and every]   # rows given: other probes may come along
     for r in rows:
         if not offers_switch(r): continue
         k = (r.topic, r.what)

@@ -2,7 +2,7 @@
 function that applies it and returns what the row's value or behaviour is without and with it. They run the package's
 higher modules (metrics, methods, training, the runner's resolution of a benchmark, the paper tables), so they live
 here, with the tests, and not in `lotus_nb.deviations`, which holds the ledger as data: `check_switches(switch_probes())`
-runs them, from tests/test_deviations.py and from the ledger chapter's test cells."""
+runs them, in tests/test_deviations.py (the chapter imports nothing from the tests)."""
 from __future__ import annotations
 import tempfile, warnings
 from pathlib import Path

@@ -1,8 +1,12 @@
-"The deviations ledger records every registered method's defaults: a default changed without its ledger row fails here"
-import dataclasses
+"""The deviations ledger (nbs/19_deviations.ipynb, its rows in lotus_nb/deviations.csv): every registered method's defaults
+recorded (a default changed without its ledger row fails here), and every switch a row offers exercised by its probe
+(tests/ledger_probes.py: the probes run the package's higher floors, so they run here, not in the chapter)"""
+import dataclasses, subprocess
 import pytest
 from ledger_probes import switch_probes, config_probe   # the probes are tests: tests/ledger_probes.py
+from helpers import ROOT
 from lotus_nb.deviations import DEFAULTS, DEVIATIONS, KINDS, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
+from lotus_nb.deviations import LEDGER_FILE, STAND_IN_SETUP, read_ledger
 from lotus_nb.deviations import PROTOCOL_ROWS, NOT_IN_PROTOCOL, check_protocol, protocol_switches, protocol_table
 from lotus_nb.methods import list_methods, method_config
 from lotus_nb.benchmark_spec import BenchmarkSpec
@@ -32,12 +36,27 @@ def test_every_switch_changes_what_its_row_says():
     "Each row that offers a switch has a probe; applied, the switch changes the value or behaviour the row names"
     sw = check_switches(switch_probes())
     assert len(sw) == sum(offers_switch(r) for r in DEVIATIONS + stand_in_rows()) > 40 and sw.changes.all()
+    row = lambda topic, what: sw[(sw.topic == topic) & (sw.what == what)].iloc[0][['default', 'switched']].tolist()
+    assert row('Models', 'ResNet18 network') == ["'MaxPool2d'", "'Identity'"]
+    assert row('Training', 'weights kept after early stopping') == ['4', '0']   # the last epoch, or the best (the first)
+    assert row('LoTUS', 'rounding and early stop')[1] == '(True, 82)'   # the float test fires on 82 of the 100 one-point gaps, not 100
+    assert row('Metrics', 'batch size of metric passes') == ['15', '1']   # evaluate's smallest batch
+    assert row('Data', 'the forget set') == ['(False, (5, 6, 13, 23))', '(True, (0, 1, 2, 3))']   # (do seeds 1 and 2 agree, seed 1's first positions)
+    assert row('LoTUS', 'alpha on CIFAR-10 ResNet18') == ['(8.0, 32.0)', '(2.0, 2.0)']   # (instance, class) as the runner resolves them
 
 def test_a_switch_that_changes_nothing_fails():
     from lotus_nb.deviations import Deviation
     with pytest.raises(AssertionError, match='has no probe'): check_switches(switch_probes(), [Deviation('X', 'y', '-', '-', '-', '-', 'z=1', 'our choice')])
     row = Deviation('SalUn', 'mask fraction k', '-', '-', '-', '-', 'mask_fraction=0.1', 'code over table')
     with pytest.raises(AssertionError, match='changes nothing'): check_switches({('SalUn', 'mask fraction k'): config_probe('salun', mask_fraction=0.1)}, [row])
+
+def test_ledger_file_ships():
+    "The rows are the package's deviations.csv, which MANIFEST.in puts in the sdist and (include_package_data) the wheel"
+    assert LEDGER_FILE.parent.name == 'lotus_nb' and LEDGER_FILE.name == 'deviations.csv' and LEDGER_FILE.exists()
+    assert 'include lotus_nb/deviations.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
+    assert subprocess.run(['git', 'check-ignore', '-q', str(LEDGER_FILE)], cwd=ROOT).returncode == 1, "deviations.csv is git-ignored"
+    assert read_ledger() == DEVIATIONS + STAND_IN_SETUP and len(DEVIATIONS) > 60 and STAND_IN_SETUP
+    assert {r.kind for r in STAND_IN_SETUP} == {'stand-in'} and 'stand-in' not in {r.kind for r in DEVIATIONS}
 
 def test_ledger_imports_nothing_it_runs():
     "The ledger is data: lotus_nb.deviations imports no module of the package at a higher floor than the ones its rows read, and runs no probe"
@@ -79,5 +98,5 @@ def test_protocol_table_on_made_up_rows():
     assert t[('Forget Acc.', 'lotus_nb')].tolist() == [.92]*3 and t[('Forget Acc.', 'authors')].tolist() == [.82]*3   # the mean over seeds
     assert [c for c, _ in t.columns[::2]] == ['Forget Acc.', 'Test Acc.', 'MIA Acc.', 'Avg Gap']
     sw = protocol_switches(BenchmarkSpec('digits', 'resnet18_tiny'))
-    assert sw[0] == ('eval_augmented=True', None) and ('lotus authors_stop=True', ('lotus',)) in sw
+    assert ('eval_augmented=True', None) in sw and ("split='first'", None) in sw and ('lotus authors_stop=True', ('lotus',)) in sw
     assert ('ssd repeats=10', ('ssd',)) in sw and not any(s.startswith('ssd repeats=3') for s, _ in sw)   # ResNet: 10, not ViT's 3

@@ -71,10 +71,15 @@ def api_example(nb_path=ROOT/'nbs'/'index.ipynb', heading='Quick start') -> str:
 # what the sdist carries beside the package and the build files: the README, the changes, the licence, the citation
 DIST_FILES = ['README.md', 'CHANGELOG.md', 'LICENSE', 'CITATION.cff']
 
+def package_data() -> list:
+    "The data files the package reads (published.csv, deviations.csv): MANIFEST.in's includes under lotus_nb/"
+    return [l.split()[1] for l in (ROOT/'MANIFEST.in').read_text().splitlines() if l.startswith('include lotus_nb/')]
+
 def test_license_in_sdist_and_wheel(tmp_path):
     """The sdist carries LICENSE and CITATION.cff, the wheel carries LICENSE (in its .dist-info/licenses/, and named by
-    its METADATA's License-File). Built without build isolation (the installed setuptools; no network), in seconds;
-    test_fresh_install builds them as a user does and installs the wheel"""
+    its METADATA's License-File); both carry the package's data files, as they are in the checkout. Built without build
+    isolation (the installed setuptools; no network), in seconds; test_fresh_install builds them as a user does and
+    installs the wheel"""
     src, dist = checkout_copy(tmp_path/'src'), tmp_path/'dist'
     res = run([sys.executable, '-m', 'build', '--no-isolation', '--outdir', dist, src], cwd=tmp_path, timeout=600)
     assert res.returncode == 0, show(res)
@@ -84,8 +89,12 @@ def test_license_in_sdist_and_wheel(tmp_path):
         names = set(tf.getnames())
         assert not [f for f in DIST_FILES if f'{top}/{f}' not in names], sorted(names)
         assert tf.extractfile(f'{top}/LICENSE').read() == (ROOT/'LICENSE').read_bytes()
+        data = package_data()
+        assert {'lotus_nb/published.csv', 'lotus_nb/deviations.csv'} <= set(data), data
+        assert [tf.extractfile(f'{top}/{f}').read() for f in data] == [(ROOT/f).read_bytes() for f in data]
     with zipfile.ZipFile(wheel) as zf:
         assert zf.read(f'{top}.dist-info/licenses/LICENSE') == (ROOT/'LICENSE').read_bytes()
+        assert [zf.read(f) for f in data] == [(ROOT/f).read_bytes() for f in data]
         meta = email.parser.Parser().parsestr(zf.read(f'{top}.dist-info/METADATA').decode())
         assert 'LICENSE' in (meta.get_all('License-File') or []), meta.get_all('License-File')
         assert 'Classifier: License :: OSI Approved :: Apache Software License' in zf.read(f'{top}.dist-info/METADATA').decode()
