@@ -76,7 +76,7 @@ from lotus_nb.data import DATASETS
 from lotus_nb.metrics import evaluate, list_metrics
 from lotus_nb.paper_tables import table_hyperparams
 from lotus_nb.report import extra_rows
-assert list_methods()[-3:] == ['lotus', 'noop', 'lotus_salun'], list_methods()        # order 10.5: its column
+assert list_methods(default_run=True)[-3:] == ['lotus', 'noop', 'lotus_salun'], list_methods()   # order 10.5: its column
 assert display_name('noop') == 'No-op' and 'No-op' in table_hyperparams().index         # its label in the tables
 assert 'toy_blobs' in DATASETS and list_metrics() == ['conf_forget'] and 'Forget conf.' in extra_rows()
 f_orig, ts, task = demo_task('toy_blobs', 'resnet18_tiny', epochs=1)                   # the plugin's dataset, end to end
