@@ -111,7 +111,7 @@ def test_plugin_registers_method_dataset_metric(plugin_python):
     assert "PluginWarning: lotus_nb skips the plugin 'broken'" in r.stderr and "lotus-nb-toy-plugin" in r.stderr, r.stderr[-3000:]
 
 def test_this_interpreter_has_no_plugin():
-    "The plugin went into the venv only: the interpreter running the tests still has the paper's twelve methods"
+    "The plugin went into the venv only: the interpreter running the tests still has lotus_nb's built-in methods only"
     from lotus_nb.methods import list_methods
     assert 'noop' not in list_methods()
 
