@@ -61,7 +61,8 @@ def eiu_run(method, authors, model, task, cfg):
     held = task.unseen.loader(256)
     set_seed(task.seed)
     with no_cuda():
-        if method == 'cf_k': out, _ = eiu.cat_forget_finetune(args, model, 'resnet', retain, held, held, cfg.epochs, log, '/tmp/unused', K=cfg.k)
+        if method == 'cf_k':
+            out, _ = eiu.cat_forget_finetune(args, model, 'resnet', retain, held, held, cfg.epochs, log, '/tmp/unused', K=cfg.k)
         else: out, _ = eiu.retrain_lastK(cfg.k, args, model, 'resnet', retain, held, held, cfg.epochs, log, '/tmp/unused')
     return out
 
@@ -78,7 +79,8 @@ def us_run(authors, model, task, cfg):
     pkg = types.ModuleType('unlearn'); pkg.__path__ = [str(Path(authors)/'unlearn')]; sys.modules['unlearn'] = pkg
     import importlib
     FT = importlib.import_module('unlearn.FT')
-    args = argparse.Namespace(decreasing_lr='91,136', rewind_epoch=0, unlearn_lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
+    args = argparse.Namespace(decreasing_lr='91,136', rewind_epoch=0, unlearn_lr=cfg.lr, momentum=cfg.momentum,
+                              weight_decay=cfg.weight_decay,
                               imagenet_arch=False, arch='resnet18', unlearn='FT_prune', unlearn_epochs=cfg.epochs, warmup=0,
                               alpha=cfg.alpha, no_l1_epochs=cfg.no_l1_epochs, print_freq=10**9)
     retain = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)
@@ -90,7 +92,8 @@ def us_run(authors, model, task, cfg):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse'])
-    ap.add_argument('--authors', required=True, help="their files: src/ of Evaluating-Inexact-Unlearning, or a folder holding Unlearn-Sparse's unlearn/")
+    ap.add_argument('--authors', required=True,
+                    help="their files: src/ of Evaluating-Inexact-Unlearning, or a folder holding Unlearn-Sparse's unlearn/")
     ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
     ap.add_argument('--epochs', type=int, default=3)
     ap.add_argument('--json', default=None, help='also write the figures here')
@@ -107,11 +110,14 @@ def main():
     po, pt, p0 = dict(ours.named_parameters()), dict(theirs.named_parameters()), dict(f_orig.named_parameters())
     bo, bt = dict(ours.named_buffers()), dict(theirs.named_buffers())
     diff = lambda x, y: (x.double() - y.double()).abs().max().item()
-    out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=a.epochs*len(task.retain.loader(cfg.batch_size, train=True, seed=task.seed)),
+    sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
+    steps = a.epochs*len(task.retain.loader(cfg.batch_size, train=True, seed=task.seed))
+    out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
                params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),
                buffers_max_abs_diff=max((diff(bo[n], bt[n]) for n in bo if bo[n].is_floating_point()), default=0.),
-               rel_distance=(sum(((po[n] - pt[n]).double()**2).sum() for n in po)**0.5 / sum(((pt[n] - p0[n]).double()**2).sum() for n in po)**0.5).item(),
-               moved_params_theirs=sum(not torch.equal(pt[n], p0[n]) for n in po), moved_params_ours=sum(not torch.equal(po[n], p0[n]) for n in po),
+               rel_distance=(sq(po, pt)**0.5 / sq(pt, p0)**0.5).item(),
+               moved_params_theirs=sum(not torch.equal(pt[n], p0[n]) for n in po),
+               moved_params_ours=sum(not torch.equal(po[n], p0[n]) for n in po),
                seconds_ours=round(t_ours, 2), seconds_theirs=round(t_theirs, 2), device='cpu', threads=torch.get_num_threads())
     print(json.dumps(out))
     if a.json: Path(a.json).write_text(json.dumps(out, indent=1) + '\n')

@@ -18,12 +18,12 @@ __all__ = ['COUNTED', 'NORMS', 'last_layers', 'freeze_but_last', 'warm_restarts_
 
 # %% ../nbs/18a_cf_k.ipynb #18a00006
 COUNTED = (nn.Conv2d, nn.Linear)   # the layers k counts (the authors' src/methods.py:33, 40)
-NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)   # unfrozen when met, never counted (theirs: BatchNorm2d, methods.py:10)
+NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm)   # unfrozen when met, not counted (theirs: BatchNorm2d)
 
 def last_layers(model:nn.Module, # the network whose layers are walked (not modified)
                 k:int,           # how many Conv2d/Linear layers, counted from the output
                ) -> list:        # module names, last first: the k counted layers and the norm layers met among them
-    "Names of the modules of `model`'s last `k` layers: walking its Conv2d, Linear and norm modules backwards in module order, until `k` Conv2d/Linear are counted"
+    "Names of `model`'s last `k` layers' modules: its Conv2d, Linear and norm modules walked backwards until `k` Conv2d/Linear are counted"
     if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
     mods = [(n, m) for n, m in model.named_modules() if isinstance(m, COUNTED + NORMS)]   # a module before its children, as methods.py:9-15
     out, done = [], 0
@@ -36,7 +36,7 @@ def freeze_but_last(model:nn.Module, # trained in place: its parameters' require
                     k:int,           # the last k layers stay trainable (last_layers)
                     reinit:bool=False, # re-initialise the k counted layers (EU-k): Kaiming-normal weights, zero biases
                    ) -> list:        # the names of the trainable modules, last first
-    "Freeze every parameter of `model` but those of its last `k` layers; with `reinit` re-initialise the counted ones as the authors' `_reinit` (models.py:599-603)"
+    "Freeze every parameter of `model` but its last `k` layers'; `reinit`: re-initialise the counted ones (their models.py:599-603)"
     names, mods = last_layers(model, k), dict(model.named_modules())
     for p in model.parameters(): p.requires_grad_(False)
     for n in names:   # last first, as their reversed walk draws the new weights (methods.py:29-39)
@@ -55,7 +55,7 @@ def warm_restarts_lr(epoch:int,      # the epoch, from 0
                      t0:int=1,       # the first cycle's length in epochs
                      t_mult:int=2,   # each cycle this many times the previous
                     ) -> float:      # the learning rate of that epoch
-    "The rate of `epoch` under torch's `CosineAnnealingWarmRestarts(T_0=t0, T_mult=t_mult, eta_min=min_lr)` stepped once an epoch (the authors' learn.py:201-202, 220)"
+    "The rate of `epoch` under `CosineAnnealingWarmRestarts(T_0=t0, T_mult=t_mult, eta_min=min_lr)` stepped each epoch (learn.py:201-202)"
     start, length = 0, t0
     while epoch >= start + length: start, length = start + length, length * t_mult
     return min_lr + (lr - min_lr) * (1 + math.cos(math.pi * (epoch - start) / length)) / 2
@@ -68,7 +68,7 @@ def last_k_training(original:nn.Module, # f_orig (left unchanged)
                     reinit:bool=False,  # EU-k: re-initialise the k counted layers first
                     desc:str='CF-k',    # the bar's label
                    ) -> Unlearned:      # f_un in eval mode; record: train_loss and lr per epoch, the trainable layers
-    "Train the last `cfg.k` layers of a copy of `original` on D_r (re-initialised first with `reinit`), the rest frozen: SGD, warm-restart cosine rate, clipped gradients"
+    "Train the last `cfg.k` layers of a copy of `original` on D_r (re-initialised first with `reinit`), the rest frozen, as Goel et al."
     student = student_of(original)
     layers = freeze_but_last(student, cfg.k, reinit)
     params = [p for p in student.parameters() if p.requires_grad]   # theirs: trainable_params_ (learn.py:200)
@@ -84,7 +84,7 @@ def last_k_training(original:nn.Module, # f_orig (left unchanged)
 
 @dataclass
 class CFkConfig(MethodConfig):
-    "CF-k: SGD on the last k=3 layers, lr 0.1 to 0.005 by warm-restart cosine, momentum 0.9, weight decay 5e-5, gradient norm clipped at 10 (Goel et al.'s code)"
+    "CF-k: SGD on the last k=3 layers, lr 0.1 to 0.005 (warm-restart cosine), momentum 0.9, weight decay 5e-5, clip 10 (Goel et al.)"
     k: int = 3                   # the last k Conv2d/Linear layers are trained (unlearn.py:50-55, 74-79: k from 1 to 3)
     lr: float = 0.1              # eta_max (learn.py:62, taken by unlearn.py:153, 159)
     min_lr: float = 0.005        # eta_min (learn.py:64)

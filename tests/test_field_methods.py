@@ -18,7 +18,8 @@ FIELD = {'cf_k': KINDS, 'eu_k': KINDS, 'l1_sparse': KINDS}   # name -> the kinds
 def tasks():
     "A small trained f_orig on digits (the tiny ResNet, 2 epochs) with its instance task, and one with class 3 forgotten"
     torch.set_num_threads(1)
-    return {'instance': demo_task('digits', 'resnet18_tiny', epochs=2), 'class': demo_task('digits', 'resnet18_tiny', epochs=2, forget_class=3)}
+    return {'instance': demo_task('digits', 'resnet18_tiny', epochs=2),
+            'class': demo_task('digits', 'resnet18_tiny', epochs=2, forget_class=3)}
 
 def test_registered_as_builtins_outside_the_default_run():
     assert set(FIELD) <= set(list_methods(reference=False)) and set(FIELD) <= set(list_methods(default_run=False))
