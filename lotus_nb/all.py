@@ -51,6 +51,9 @@ from lotus_nb.report import *
 from lotus_nb.scrub import *
 from lotus_nb.ssd import *
 from lotus_nb.unsir import *
+from lotus_nb.cf_k import *
+from lotus_nb.eu_k import *
+from lotus_nb.l1_sparse import *
 from lotus_nb.artifacts import *
 from lotus_nb.paper_plan import *
 from lotus_nb.runner import *

@@ -14,6 +14,7 @@ __all__ = ['BUILTIN_PLUGINS', 'PLUGINS', 'PluginWarning', 'load_plugin', 'load_p
 BUILTIN_PLUGINS = ('lotus_nb.formats_idx', 'lotus_nb.formats_cifar', 'lotus_nb.formats_folders', 'lotus_nb.mufac',   # the datasets' readers
                    'lotus_nb.gold', 'lotus_nb.finetune', 'lotus_nb.neggrad', 'lotus_nb.random_label', 'lotus_nb.bad_teacher',   # the methods
                    'lotus_nb.scrub', 'lotus_nb.ssd', 'lotus_nb.unsir', 'lotus_nb.salun', 'lotus_nb.lotus', 'lotus_nb.lotus_salun',
+                   'lotus_nb.cf_k', 'lotus_nb.eu_k', 'lotus_nb.l1_sparse',   # the field's methods beyond the paper's (run when named)
                    'lotus_nb.synthetic', 'lotus_nb.privacy')   # an unseen-set generator; the privacy audit's split rule and run arrays
 
 # %% ../nbs/19a_catalog.ipynb #f56afa54

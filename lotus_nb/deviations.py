@@ -18,10 +18,10 @@ from .report import SUPP_ROWS
 
 # %% auto #0
 __all__ = ['KINDS', 'LEDGER_FILE', 'DEVIATIONS', 'STAND_IN_SETUP', 'PROTOCOL_ROWS', 'NOT_IN_PROTOCOL', 'TABLE_METRICS',
-           'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'DEFAULTS', 'Deviation',
-           'read_ledger', 'cite', 'render_citations', 'stand_in_rows', 'ledger', 'offers_switch', 'check_switches',
-           'check_protocol', 'protocol_switches', 'protocol_table', 'recorded_defaults', 'registry_defaults',
-           'defaults_mismatches', 'check_defaults']
+           'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'EIU', 'LAST_K_DEFAULTS',
+           'DEFAULTS', 'Deviation', 'read_ledger', 'cite', 'render_citations', 'stand_in_rows', 'ledger',
+           'offers_switch', 'check_switches', 'check_protocol', 'protocol_switches', 'protocol_table',
+           'recorded_defaults', 'registry_defaults', 'defaults_mismatches', 'check_defaults']
 
 # %% ../nbs/19_deviations.ipynb #953d2ca2
 @dataclass(frozen=True)
@@ -255,6 +255,13 @@ LOTUS_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, 'CFG:4
                       gumbel=(True, True, 'paper Eq. (9); lotus_class.py:202-203'), class_unlearning=(False, False, 'ours: instance unlearning (class: class_defaults)'),
                       authors_stop=(False, False, 'paper Fig. fig:tau; lotus_class.py:296-305 (rounding: helpers/eval.py:32) is authors_stop=True'),
                       forget_acc=('augmented', 'augmented', 'lotus_class.py:299-300 (the forget loader keeps the training transforms: helpers/data_utils.py:296-304, 319-326)'))
+EIU = 'Evaluating-Inexact-Unlearning src/'   # Goel et al.'s code: CF-k and EU-k
+LAST_K_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE + f' (theirs 62: {EIU}unlearn.py:48, 72)'),
+                       batch_size=(128, 32, BATCH_SIZE_SOURCE + f' (theirs 64: {EIU}learn.py:60)'),
+                       optimizer=('sgd', 'sgd', f'{EIU}learn.py:200'), lr=(0.1, 0.01, f'{EIU}learn.py:62 via unlearn.py:153, 159; ViT: ours, 1/10'),
+                       momentum=(0.9, 0.9, f'{EIU}learn.py:67'), weight_decay=(5e-5, 5e-5, f'{EIU}learn.py:69'),
+                       k=(3, 3, f'{EIU}unlearn.py:50-55, 74-79 (k from 1 to 3)'), min_lr=(0.005, 5e-4, f'{EIU}learn.py:64, 201-202; ViT: ours, 1/10'),
+                       clip=(10., 10., f'{EIU}learn.py:80, 165'))   # CF-k and EU-k share their settings (unlearn.py:148-159)
 DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning
     'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
     'neggrad_plus': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:821'),
@@ -296,6 +303,14 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
     'lotus': LOTUS_DEFAULTS,
     'lotus_salun': dict(**LOTUS_DEFAULTS, mask_fraction=(0.1, 0.1, 'salun_class.py:86, 129'),
                         mask_images=('clean', 'clean', "ours, as SalUn's: theirs, 'augmented', is salun_class.py:60-80, 128")),
+    'cf_k': LAST_K_DEFAULTS, 'eu_k': LAST_K_DEFAULTS,
+    'l1_sparse': dict(epochs=(10, 3, 'Unlearn-Sparse README.MD:86, arg_parser.py:117-121 (10); ViT: ' + EPOCHS_SOURCE),
+                      batch_size=(128, 32, BATCH_SIZE_SOURCE + ' (theirs 256: Unlearn-Sparse arg_parser.py:67)'),
+                      optimizer=('sgd', 'sgd', 'Unlearn-Sparse unlearn/impl.py:72-77'),
+                      lr=(0.01, 1e-3, "Unlearn-Sparse README.MD:86, arg_parser.py:114; ViT: ours, Finetuning's (no ViT in their code)"),
+                      momentum=(0.9, 0.9, 'Unlearn-Sparse arg_parser.py:69'), weight_decay=(5e-4, 5e-4, 'Unlearn-Sparse arg_parser.py:70'),
+                      alpha=(1e-4, 1e-4, 'ours: README.MD:86 leaves it open; arg_parser.py:137 (0.2) is a shared flag that collapses the network'),
+                      no_l1_epochs=(0, 0, 'the paper\'s decay over every epoch; read by unlearn/FT.py:92, undefined in arg_parser.py')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS

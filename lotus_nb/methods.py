@@ -22,9 +22,10 @@ from .method_parts import (student_of, frozen, make_optimizer, with_tags, num_cl
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'RETAIN_DRAWS', 'METHODS', 'ROLES', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method', 'list_methods',
-           'check_method', 'new_field_names', 'config_identity', 'method_config', 'method_role', 'is_reference',
-           'role_method', 'display_name', 'ordered_methods', 'Unlearned', 'unlearn']
+__all__ = ['log', 'RETAIN_DRAWS', 'METHODS', 'ROLES', 'KINDS', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method',
+           'list_methods', 'method_kinds', 'check_kind', 'check_method', 'new_field_names', 'config_identity',
+           'method_config', 'method_role', 'is_reference', 'role_method', 'display_name', 'ordered_methods',
+           'Unlearned', 'unlearn']
 
 # %% ../nbs/04_methods.ipynb #ee60eac8
 RETAIN_DRAWS = ('uniform', 'stratified')   # how retain_subset draws: as the authors' random.sample (lotus_class.py:267-271), or by class
@@ -98,17 +99,24 @@ class MethodConfig:
 
 METHODS = Registry('method')
 ROLES = ('original', 'gold', 'method')   # the two references (compared with, never ranked), then the unlearning methods
+KINDS = ('instance', 'class')   # the kinds of unlearning: a forget set of samples, or a whole class (task.forget_class)
 
 def register_method(name:str,                 # the name users pass to unlearn
                     config:type=MethodConfig, # its config dataclass
                     display:str=None,         # its column header in the paper's tables (default: the name)
                     role:str='method',        # 'original' or 'gold' (the references: compared with, never ranked), or 'method'
                     order:float=None,         # its column in the paper's tables; None: after the ordered ones, in registration order
-                    paper:bool=False):        # one of the paper's columns (tab:avg_gap and the tables like it); False: ours, or a plugin's
-    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display name, role, order and whether the paper compares it"
+                    paper:bool=False,         # one of the paper's columns (tab:avg_gap and the tables like it); False: ours, or a plugin's
+                    kinds:tuple=KINDS,        # the kinds of unlearning it supports ('instance', 'class'); unlearn and the grid refuse the others
+                    default_run:bool=True):   # run by a benchmark whose methods are None (False: only when named)
+    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display name, role, order, whether the paper compares it, the kinds it supports and whether a default run runs it"
     check_choice(role, ROLES, 'role')
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if not kinds: raise ValueError(f"{name!r} supports no kind of unlearning: kinds must name one of {KINDS}")
+    for k in kinds: check_choice(k, KINDS, 'kind')
     def _inner(f):
         f.config, f.method_name, f.display, f.role, f.order, f.paper = config, name, display or name, role, order, paper
+        f.kinds, f.default_run = kinds, bool(default_run)
         return METHODS.register(name, f)
     return _inner
 
@@ -117,11 +125,26 @@ def _rank(name:str) -> tuple:
 
 def list_methods(reference:bool=None, # None: all; True: the references only; False: the unlearning methods only
                  paper:bool=None,     # None: all; True: the paper's columns only (registered with paper=True); False: the others
+                 default_run:bool=None, # None: all; True: those a benchmark runs when its methods are None; False: the others
                 ) -> list:
     "Registered method names in the paper's column order (their `order`, then registration order)"
     load_plugins()
     return sorted((m for m, f in METHODS.items() if (reference is None or (f.role != 'method') == reference)
-                   and (paper is None or bool(getattr(f, 'paper', False)) == paper)), key=_rank)
+                   and (paper is None or bool(getattr(f, 'paper', False)) == paper)
+                   and (default_run is None or getattr(f, 'default_run', True) == default_run)), key=_rank)
+
+def method_kinds(name:str, # a registered method
+                ) -> tuple: # the kinds of unlearning it supports, e.g. ('instance', 'class')
+    "The kinds of unlearning method `name` supports (its registration's `kinds`; all of KINDS for one registered without)"
+    return tuple(getattr(METHODS[check_method(name)], 'kinds', KINDS))
+
+def check_kind(name:str, # a registered method
+               kind:str, # 'instance' or 'class'
+              ) -> str:  # kind, when the method supports it
+    "`kind` if method `name` supports it, else a `ValueError` in one line naming the kinds it does support"
+    check_choice(kind, KINDS, 'kind'); ks = method_kinds(name)
+    if kind not in ks: raise ValueError(f"{name!r} does not do {kind} unlearning: it supports {' and '.join(ks)} unlearning only")
+    return kind
 
 def check_method(name:str, # the method name to check
                 ) -> str:
@@ -207,7 +230,7 @@ def unlearn(name:str,              # a registered method (see list_methods())
     "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call, `record['steps']` its optimiser steps"
     f = METHODS[check_method(name)]
     if task.check_sets: check_model_fits(original, dict(forget=task.forget, retain=task.retain, unseen=task.unseen), task.num_classes)
-    kind = 'instance' if task.forget_class is None else 'class'
+    kind = check_kind(name, 'instance' if task.forget_class is None else 'class')
     if cfg is None: cfg = method_config(name, arch, kind, **overrides)
     elif overrides:
         overrides = new_field_names(type(cfg), overrides)

@@ -89,12 +89,12 @@ def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, g
 # %% ../nbs/22_paper_tables.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply
                       overrides:dict=None, # {method: {name: value}}, as run_benchmark's method_overrides
-                      methods=None,        # registry names of the rows; None: every registered unlearning method
+                      methods=None,        # registry names of the rows; None: every unlearning method of the default run (the field's others when named)
                       kind:str='instance'  # 'instance', or 'class': with the configs' class defaults
                      ) -> pd.DataFrame:
     "The paper's `tab:hyperparams`: each unlearning method's configuration for `arch` and `kind`"
     base = {f.name for f in dataclasses.fields(MethodConfig)}; rows = {}
-    for m in methods or list_methods(reference=False):
+    for m in methods or list_methods(reference=False, default_run=True):
         cfg = dataclasses.asdict(method_config(m, arch, kind, **(overrides or {}).get(m, {})))
         rows[display_name(m)] = {'Optimizer': cfg['optimizer'].upper().replace('ADAMW', 'AdamW').replace('ADAM', 'Adam'),
                                  'LR': f"{cfg['lr']:g}", 'Weight decay': f"{cfg['weight_decay']:g}", 'Epochs': cfg['epochs'],

@@ -10,7 +10,9 @@ from helpers import import_graph   # the repository's one import scanner: tools/
 
 PKG = Path(lotus_nb.__file__).parent
 PAPER = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus',
-         'lotus_salun']
+         'lotus_salun']   # the default run: the paper's methods and LoTUS + SalUn
+FIELD = ['cf_k', 'eu_k', 'l1_sparse']   # the field's methods beyond the paper's: built-ins, run when named
+BUILTIN = PAPER + FIELD
 COMPARE = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 def method_modules() -> set:
@@ -72,11 +74,11 @@ def test_no_literal_method_names():
     assert not hits, "literal method names outside the method modules:\n" + "\n".join(hits)
 
 def test_roles_and_order():
-    assert list_methods() == PAPER
-    assert list_methods(reference=True) == ['original', 'gold'] and list_methods(reference=False) == PAPER[2:]
+    assert list_methods() == BUILTIN and list_methods(default_run=True) == PAPER and list_methods(default_run=False) == FIELD
+    assert list_methods(reference=True) == ['original', 'gold'] and list_methods(reference=False) == BUILTIN[2:]
     assert [role_method(r) for r in ('original', 'gold')] == ['original', 'gold']
-    assert {method_role(m) for m in PAPER} == set(ROLES) and all(is_reference(m) == (method_role(m) != 'method') for m in PAPER)
-    assert [METHODS[m].order for m in PAPER] == sorted(METHODS[m].order for m in PAPER), "every built-in column has its order"
+    assert {method_role(m) for m in BUILTIN} == set(ROLES) and all(is_reference(m) == (method_role(m) != 'method') for m in BUILTIN)
+    assert [METHODS[m].order for m in BUILTIN] == sorted(METHODS[m].order for m in BUILTIN), "every built-in column has its order"
     assert display_name('gold') == 'Gold Std' and display_name('not_a_method') == 'not_a_method'
     with pytest.raises(ValueError, match='expected exactly one'): role_method('method')
 
@@ -97,7 +99,7 @@ def test_fresh_process_has_every_method():
     for m, p in procs.items():
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, f"import {m}: {err[-2000:]}"
-        assert out.strip().split(',') == PAPER, (m, out)
+        assert out.strip().split(',') == BUILTIN, (m, out)
 
 def test_modules_and_notebooks_have_different_names():
     "A module never shares its name with a notebook of nbs/ (paper.py beside paper.ipynb confused readers)"

@@ -1,0 +1,125 @@
+"""CF-k, EU-k and l1-sparse: the authors' code against ours, on the same small model, data, seed and settings.
+
+    # their files, out of a fetched copy of each repository (never into this one):
+    G=<git dir of shash42/Evaluating-Inexact-Unlearning>; mkdir -p /tmp/eiu
+    for f in methods.py learn.py models.py utils.py; do git --git-dir=$G show HEAD:src/$f > /tmp/eiu/$f; done
+    G=<git dir of OPTML-Group/Unlearn-Sparse>; mkdir -p /tmp/us/unlearn
+    for f in FT.py impl.py; do git --git-dir=$G show HEAD:unlearn/$f > /tmp/us/unlearn/$f; done
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method cf_k --authors /tmp/eiu
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method eu_k --authors /tmp/eiu --kind class
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method l1_sparse --authors /tmp/us
+
+The workload: `demo_task` (digits, the small ResNet18, 15 epochs of training; `--kind class`: class 3 forgotten), the
+method's defaults but `--epochs` (3: CF-k's and EU-k's rate restarts after epochs 1 and 3). Both sides start from the same
+f_orig, get the same seed (lotus_nb's `set_seed(task.seed)`, as `unlearn` seeds a method) and the same batches: their loops
+are handed a loader of our retain split built as our methods build theirs (`task.retain.loader(batch_size, train=True,
+seed=task.seed)`), in place of the loaders their scripts build from CIFAR files.
+
+What their code needs to run here, and nothing that changes a step:
+- CF-k, EU-k (Goel et al., src/): their `cat_forget_finetune` and `retrain_lastK` (methods.py) are imported and called with
+  our model, loader and an `args` namespace of the config's values; their training loop (learn.py `train_loop`) runs as it
+  stands. `.cuda()` (learn.py:146, 183, 199) is made a no-op on tensors and modules for the call (no GPU here);
+  `load_datasets` (imported by learn.py for its CIFAR loaders, which need their `datasets` package) is an empty module;
+  their logger is a disabled `logging.Logger`. Their loop also evaluates on a validation and a test loader after each
+  epoch (eval mode, no gradient): it is given our unseen split for both, and that time is in theirs.
+- l1-sparse (Jia et al.): `FT_l1` (unlearn/FT.py, wrapped by `iterative_unlearn`, unlearn/impl.py) is imported from their
+  two files as the package `unlearn`; the modules those files import for logging, pruning and ImageNet (`utils`:
+  AverageMeter and accuracy, `pruner`, `trainer`, `imagenet`) are stubs, unused on this path but the meters; `.cuda()` is
+  a no-op; their per-epoch prints are silenced. `args.no_l1_epochs`, which FT.py reads and their arg_parser.py never
+  defines, is 0.
+
+Printed: the largest absolute difference of any parameter (and of any BatchNorm buffer) between their result and ours,
+the relative distance ||ours - theirs|| / ||theirs - f_orig|| over all parameters, and each side's wall-clock seconds.
+"""
+import argparse, contextlib, copy, io, json, logging, sys, time, types
+from pathlib import Path
+import torch, torch.nn as nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from lotus_nb.demo import demo_task
+from lotus_nb.methods import unlearn, method_config
+from lotus_nb.device import set_seed
+
+@contextlib.contextmanager
+def no_cuda():
+    "`.cuda()` on tensors and modules returns them unchanged, for the call"
+    t, m = torch.Tensor.cuda, nn.Module.cuda
+    torch.Tensor.cuda = lambda self, *a, **k: self; nn.Module.cuda = lambda self, *a, **k: self
+    try: yield
+    finally: torch.Tensor.cuda, nn.Module.cuda = t, m
+
+def eiu_run(method, authors, model, task, cfg):
+    "Goel et al.'s CF-k (`cat_forget_finetune`) or EU-k (`retrain_lastK`) on `model`, in place"
+    sys.path.insert(0, str(authors)); sys.modules.setdefault('load_datasets', types.ModuleType('load_datasets'))
+    import methods as eiu   # their src/methods.py
+    args = argparse.Namespace(device='cpu', maxlr=cfg.lr, minlr=cfg.min_lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
+                              scheduler='CosineAnnealingWarmRestarts', disable_bn=False, regularization=None, clip=cfg.clip,
+                              cutmix_prob=0.5, cutmix_alpha=1.0)
+    log = logging.getLogger('their_eiu'); log.disabled = True
+    retain = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)
+    held = task.unseen.loader(256)
+    set_seed(task.seed)
+    with no_cuda():
+        if method == 'cf_k':
+            out, _ = eiu.cat_forget_finetune(args, model, 'resnet', retain, held, held, cfg.epochs, log, '/tmp/unused', K=cfg.k)
+        else: out, _ = eiu.retrain_lastK(cfg.k, args, model, 'resnet', retain, held, held, cfg.epochs, log, '/tmp/unused')
+    return out
+
+def us_run(authors, model, task, cfg):
+    "Jia et al.'s l1-sparse (`FT_l1`, the step of `--unlearn FT_prune`) on `model`, in place"
+    class Meter:
+        def __init__(self): self.sum, self.count, self.avg = 0., 0, 0.
+        def update(self, v, n=1): self.sum += v*n; self.count += n; self.avg = self.sum/self.count
+    stubs = dict(utils=dict(AverageMeter=Meter, accuracy=lambda out, y: [(out.argmax(1) == y).float().mean()*100], warmup_lr=None),
+                 pruner=dict(extract_mask=None, prune_model_custom=None, remove_prune=None), trainer=dict(validate=None),
+                 imagenet=dict(get_x_y_from_data_dict=None))
+    for name, attrs in stubs.items():
+        m = types.ModuleType(name); m.__dict__.update(attrs); sys.modules[name] = m
+    pkg = types.ModuleType('unlearn'); pkg.__path__ = [str(Path(authors)/'unlearn')]; sys.modules['unlearn'] = pkg
+    import importlib
+    FT = importlib.import_module('unlearn.FT')
+    args = argparse.Namespace(decreasing_lr='91,136', rewind_epoch=0, unlearn_lr=cfg.lr, momentum=cfg.momentum,
+                              weight_decay=cfg.weight_decay,
+                              imagenet_arch=False, arch='resnet18', unlearn='FT_prune', unlearn_epochs=cfg.epochs, warmup=0,
+                              alpha=cfg.alpha, no_l1_epochs=cfg.no_l1_epochs, print_freq=10**9)
+    retain = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)
+    set_seed(task.seed)
+    with no_cuda(), contextlib.redirect_stdout(io.StringIO()):
+        FT.FT_l1({'retain': retain}, model, nn.CrossEntropyLoss(), args)
+    return model
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse'])
+    ap.add_argument('--authors', required=True,
+                    help="their files: src/ of Evaluating-Inexact-Unlearning, or a folder holding Unlearn-Sparse's unlearn/")
+    ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
+    ap.add_argument('--epochs', type=int, default=3)
+    ap.add_argument('--json', default=None, help='also write the figures here')
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    f_orig, ts, task = demo_task(forget_class=3 if a.kind == 'class' else None)
+    cfg = method_config(a.method, 'resnet', a.kind, epochs=a.epochs)
+    t0 = time.perf_counter(); ours = unlearn(a.method, f_orig, task, cfg=cfg, progress=False).model; t_ours = time.perf_counter() - t0
+    theirs = copy.deepcopy(f_orig).train()
+    for p in theirs.parameters(): p.requires_grad_(True)
+    t0 = time.perf_counter()
+    theirs = us_run(a.authors, theirs, task, cfg) if a.method == 'l1_sparse' else eiu_run(a.method, a.authors, theirs, task, cfg)
+    t_theirs = time.perf_counter() - t0
+    po, pt, p0 = dict(ours.named_parameters()), dict(theirs.named_parameters()), dict(f_orig.named_parameters())
+    bo, bt = dict(ours.named_buffers()), dict(theirs.named_buffers())
+    diff = lambda x, y: (x.double() - y.double()).abs().max().item()
+    sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
+    steps = a.epochs*len(task.retain.loader(cfg.batch_size, train=True, seed=task.seed))
+    out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
+               params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),
+               buffers_max_abs_diff=max((diff(bo[n], bt[n]) for n in bo if bo[n].is_floating_point()), default=0.),
+               rel_distance=(sq(po, pt)**0.5 / sq(pt, p0)**0.5).item(),
+               moved_params_theirs=sum(not torch.equal(pt[n], p0[n]) for n in po),
+               moved_params_ours=sum(not torch.equal(po[n], p0[n]) for n in po),
+               seconds_ours=round(t_ours, 2), seconds_theirs=round(t_theirs, 2), device='cpu', threads=torch.get_num_threads())
+    print(json.dumps(out))
+    if a.json: Path(a.json).write_text(json.dumps(out, indent=1) + '\n')
+
+if __name__ == '__main__': main()

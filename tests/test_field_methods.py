@@ -1,0 +1,74 @@
+"""The field's methods beyond the paper's (CF-k, EU-k, l1-sparse, and those added after them: append to FIELD): built-ins that
+`list_methods` holds, run when named and never by a default run, kept out of the paper's tables; each runs through `unlearn` on
+an instance task and a class task of `demo_task`, changes the model's parameters, leaves f_orig alone and gives finite metrics;
+a benchmark refuses a kind a method does not support, in one line naming the kinds it does."""
+import dataclasses, math
+import pytest, torch
+from lotus_nb.methods import METHODS, KINDS, list_methods, method_kinds, method_config, register_method, unlearn, Unlearned, frozen
+from lotus_nb.registry import registered
+from lotus_nb.demo import demo_task
+from lotus_nb.metrics import evaluate
+from lotus_nb.report import PAPER_METHODS
+from lotus_nb.benchmark_spec import BenchmarkSpec, resolve_spec, check_benchmark
+from lotus_nb.store import Store
+
+FIELD = {'cf_k': KINDS, 'eu_k': KINDS, 'l1_sparse': KINDS}   # name -> the kinds it supports (the issue's table)
+
+@pytest.fixture(scope='module')
+def tasks():
+    "A small trained f_orig on digits (the tiny ResNet, 2 epochs) with its instance task, and one with class 3 forgotten"
+    torch.set_num_threads(1)
+    return {'instance': demo_task('digits', 'resnet18_tiny', epochs=2),
+            'class': demo_task('digits', 'resnet18_tiny', epochs=2, forget_class=3)}
+
+def test_registered_as_builtins_outside_the_default_run():
+    assert set(FIELD) <= set(list_methods(reference=False)) and set(FIELD) <= set(list_methods(default_run=False))
+    assert not set(FIELD) & set(list_methods(default_run=True)) and not set(FIELD) & set(PAPER_METHODS)
+    assert all(METHODS.layer(m) == 'builtin' and not METHODS[m].paper for m in FIELD)
+    assert {m: method_kinds(m) for m in FIELD} == FIELD
+
+@pytest.mark.parametrize('kind', KINDS)
+@pytest.mark.parametrize('name', list(FIELD))
+def test_runs_changes_the_model_finite_metrics(tasks, name, kind):
+    if kind not in FIELD[name]: pytest.skip(f"{name} does not do {kind} unlearning")
+    f_orig, ts, task = tasks[kind]
+    assert (task.forget_class is None) == (kind == 'instance')
+    before = {k: v.clone() for k, v in f_orig.state_dict().items()}
+    out = unlearn(name, f_orig, task, progress=False, epochs=2)
+    assert all(torch.equal(v, before[k]) for k, v in f_orig.state_dict().items()), "f_orig is left unchanged"
+    assert out.model is not f_orig and not out.model.training
+    assert any(not torch.equal(p, q) for p, q in zip(out.model.parameters(), f_orig.parameters())), "the parameters change"
+    assert out.record['method'] == name and out.record['config']['epochs'] == 2 and out.record['steps'] > 0
+    m = evaluate(out.model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], f_orig=f_orig)
+    nums = {k: v for k, v in m.items() if isinstance(v, (int, float))}
+    assert {'acc_forget', 'acc_retain', 'acc_test', 'mia'} <= set(nums) and all(math.isfinite(v) for v in nums.values()), m
+
+def test_a_refused_kind_is_refused_in_one_line(tasks):
+    "A method registered for instance unlearning only: unlearn and check_benchmark (the grid's check) refuse a class task, naming the kinds"
+    f_orig, _, task = tasks['class']
+    with registered(METHODS):
+        register_method('toy_instance_only', kinds=('instance',), default_run=False)(lambda o, t, c, p=True: Unlearned(frozen(o), {}))
+        with pytest.raises(ValueError, match=r"^'toy_instance_only' does not do class unlearning: it supports instance unlearning only$"):
+            unlearn('toy_instance_only', f_orig, task, progress=False)
+        spec = resolve_spec(BenchmarkSpec('digits', 'resnet18_tiny', forget_class=3))
+        with pytest.raises(ValueError, match='supports instance unlearning only'):
+            check_benchmark(spec, [0], ['toy_instance_only'], Store('/tmp/lotus_nb_no_store'))
+        seeds, methods = check_benchmark(spec, [0], ['cf_k', 'eu_k', 'l1_sparse'], Store('/tmp/lotus_nb_no_store'))
+        assert methods == ['cf_k', 'eu_k', 'l1_sparse']
+
+def test_default_run_leaves_them_out():
+    "A benchmark whose methods are None runs the default run's methods: the paper's and LoTUS + SalUn, none of the field's"
+    spec = resolve_spec(BenchmarkSpec('digits'))
+    _, methods = check_benchmark(spec, [0], None, Store('/tmp/lotus_nb_no_store'))
+    assert methods == list_methods(default_run=True) and not set(FIELD) & set(methods)
+
+@pytest.mark.parametrize('name', list(FIELD))
+def test_search_space_and_budget(name):
+    "The tuner's ranges hold the defaults of both architectures; the preview counts the config's epochs"
+    from lotus_nb.tuner import search_space
+    space = search_space(name)
+    assert 'epochs' in space and 'lr' in space
+    for arch in ('resnet', 'vit'):
+        cfg = method_config(name, arch)
+        assert all(getattr(cfg, k) in r for k, r in space.items()), (name, arch)
+        assert dataclasses.asdict(cfg)['epochs'] >= 1
