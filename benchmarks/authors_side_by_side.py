@@ -1,4 +1,4 @@
-"""The authors' LoTUS and evaluation against ours, on the same synthetic workload, original model and device.
+"""The authors' LoTUS and evaluation against ours, on the same workload, original model and device (synthetic, or Fashion-MNIST).
 
     bash tools/authors_checkout.sh _authors                                     # their src/, kept out of this repository (.gitignore)
     PYTHONPATH=. python benchmarks/authors_side_by_side.py --authors _authors --device cuda --json side.json
