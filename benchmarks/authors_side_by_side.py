@@ -45,17 +45,33 @@ every side) is printed. `--profile N` then prints the N top entries of a cProfil
 
     PYTHONPATH=. OMP_NUM_THREADS=1 python benchmarks/authors_side_by_side.py --authors _authors --workload fashionmnist \
         --repeats 3 --profile 25
+
+`--ours DIR` imports lotus_nb from another checkout (its commit is printed): an earlier release's code timed against the same
+authors' code, on the same machine, for a before-and-after table (the script itself stays this one):
+
+    git worktree add --detach /tmp/before main && PYTHONPATH=. OMP_NUM_THREADS=1 python benchmarks/authors_side_by_side.py \
+        --authors _authors --workload fashionmnist --ours /tmp/before --repeats 3 --profile 25
 """
 import argparse, contextlib, copy, cProfile, hashlib, io, json, math, os, pstats, statistics, sys, time, types
 from pathlib import Path
 import numpy as np, torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from lotus_nb.models import create_model
-from lotus_nb.training import to_device, set_seed
-from lotus_nb.lotus import lotus_unlearn
-from lotus_nb.metrics import evaluate
+
+def import_ours(root:Path=ROOT) -> dict:
+    "lotus_nb imported from the checkout `root` (this one; `--ours DIR`: another, e.g. a worktree of an earlier commit): its folder and commit"
+    root = Path(root).resolve(); sys.path.insert(0, str(root))
+    global create_model, to_device, set_seed, lotus_unlearn, evaluate
+    from lotus_nb.models import create_model
+    from lotus_nb.training import to_device, set_seed
+    from lotus_nb.lotus import lotus_unlearn
+    from lotus_nb.metrics import evaluate
+    import lotus_nb, subprocess
+    if Path(lotus_nb.__file__).resolve().parent != root/'lotus_nb':
+        raise SystemExit(f"lotus_nb was imported from {Path(lotus_nb.__file__).parent}, not from {root}")
+    git = lambda *a: subprocess.run(['git', '-C', str(root), *a], capture_output=True, text=True).stdout.strip()
+    return dict(root=str(root), commit=git('rev-parse', '--short', 'HEAD') or None,
+                dirty=bool(git('status', '--porcelain', '--untracked-files=no', '--', 'lotus_nb')))
 
 THEIR_ARGS = ['--epochs', '10', '--method', 'our', '--alpha', '2', '--lr', '1e-4', '--weight_decay', '5e-4', '--batch_size', '128',
               '--subset_size', '0.3', '--probTransformer', 'gumbel-softmax']   # reproduce_results.sh:32 (CIFAR-100), defaults spelled out
@@ -179,6 +195,7 @@ def fmnist_workload(cache:Path, small=False):
     from lotus_nb.splits import make_splits
     from lotus_nb.loaders import tensor_splits
     from lotus_nb.training import Recipe, train_cached
+    from lotus_nb.models import create_model
     n = 600 if small else FMNIST['train_size']
     d = load_dataset('fashionmnist', train_size=n); d.augment = 'none'
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0))
@@ -299,9 +316,13 @@ def main(argv=None):
     ap.add_argument('--model-cache', default=None, help="fashionmnist: f_orig's checkpoint, trained once (default under ~/.cache/lotus_nb)")
     ap.add_argument('--profile', type=int, default=0,
                     help="fashionmnist: print this many top entries of a cProfile of lotus_unlearn on TensorDatasets")
+    ap.add_argument('--ours', default=None, help="import lotus_nb from this checkout instead of the script's own (e.g. a worktree of an "
+                    "earlier commit: that code's seconds against the same authors' code); its commit is printed and written to the JSON")
     args = ap.parse_args(argv)
+    ours = import_ours(args.ours or ROOT)
     if args.workload == 'fashionmnist':
-        out = dict(torch=torch.__version__, their_argv=THEIR_ARGS)
+        out = dict(torch=torch.__version__, their_argv=THEIR_ARGS, ours=ours)
+        print(f"ours: lotus_nb from {ours['root']} at {ours['commit']}{' (with uncommitted changes)' if ours['dirty'] else ''}", flush=True)
         def dump():
             if args.json: Path(args.json).write_text(json.dumps(out, indent=1, default=str))
         src = Path(args.authors)/'src' if (Path(args.authors)/'src').exists() else Path(args.authors)
@@ -318,7 +339,7 @@ def main(argv=None):
     if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     n_train, n_held, classes, img = (600, 200, 10, 8) if args.small else (50_000, 10_000, 100, 32)
     epochs = args.epochs or (2 if args.small else 10)
-    out = dict(device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu', torch=torch.__version__,
+    out = dict(device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu', torch=torch.__version__, ours=ours,
                shape=dict(n_train=n_train, n_held=n_held, classes=classes, img=img, forget_pct=0.1), epochs=epochs,
                their_argv=THEIR_ARGS, authors_eval_frac=args.authors_eval_frac,
                warmup='untimed warm-up call on both sides (one epoch on 512+512 images, then its evaluation)' if not args.skip_warmup else 'none')

@@ -1,5 +1,6 @@
 "The benchmark scripts run on the CPU with small models and synthetic data and print their tables: a smoke run, never a timing"
 import importlib.util, json, sys
+from pathlib import Path
 import numpy as np
 import pytest
 from helpers import ROOT, run
@@ -161,3 +162,4 @@ def test_authors_side_by_side_cpu_smoke(tmp_path):
     assert 1 <= row['authors']['epochs_run'] <= 2 and all(r['unlearn_s'] > 0 and r['evaluate_s'] > 0 for r in row.values())
     assert np.isclose(j['summary']['ours: TensorSplit']['unlearn_ratio'], row['authors']['unlearn_s']/row['ours: TensorSplit']['unlearn_s'])
     assert '| unlearning |' in res.stdout and 'lotus_unlearn' in j['profile'] and 'cumulative' in j['profile']
+    assert Path(j['ours']['root']) == Path(ROOT).resolve() and 'ours: lotus_nb from' in res.stdout   # --ours DIR would name DIR
