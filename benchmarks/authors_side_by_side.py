@@ -1,4 +1,4 @@
-"""The authors' LoTUS and evaluation against ours, on the same synthetic workload, original model and device.
+"""The authors' LoTUS and evaluation against ours, on the same workload, original model and device (synthetic, or Fashion-MNIST).
 
     bash tools/authors_checkout.sh _authors                                     # their src/, kept out of this repository (.gitignore)
     PYTHONPATH=. python benchmarks/authors_side_by_side.py --authors _authors --device cuda --json side.json
@@ -32,17 +32,46 @@ Their evaluation scores every image one at a time (their MIA's `collect_prob` an
 `--authors-eval-frac f < 1` it is timed on that fraction of every set and its time divided by f (the per-image loops are
 linear in the images), and the JSON says so. Ours evaluates more than theirs: three MIAs (entropy, loss, SVC) where theirs
 runs one (entropy, logistic regression).
+
+`--workload fashionmnist` (the CPU's side by side): 6,000 Fashion-MNIST training images (a stratified subset, no augmentation), the
+held-out 10,000 halved into D_u and test, resnet18_small trained as `demo_task` trains it (15 epochs; cached in `--model-cache`, trained
+once), 10 epochs of LoTUS. Three sides, each unlearning then evaluating: the authors' code on `DataLoader`s over the user's
+`TensorDataset`s (as above: their data_utils' loaders, their model a copy of the same network), ours through the README's API on the
+same `TensorDataset`s (`lotus_unlearn`, `evaluate`), and ours on lotus_nb's `TensorSplit`s of the same images. The sides run in
+`--repeats` interleaved rounds in this one process, each round in another order, every round on fresh copies of the
+`TensorDataset`s (a user's call reads and checks its sets once: nothing of an earlier round is reused); the table gives each side's
+median seconds and the median over rounds of the authors' seconds over ours. The thread count (`OMP_NUM_THREADS`, the same for
+every side) is printed. `--profile N` then prints the N top entries of a cProfile of one more `lotus_unlearn` on fresh `TensorDataset`s.
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 python benchmarks/authors_side_by_side.py --authors _authors --workload fashionmnist \
+        --repeats 3 --profile 25
+
+`--ours DIR` imports lotus_nb from another checkout (its commit is printed): an earlier release's code timed against the same
+authors' code, on the same machine, for a before-and-after table (the script itself stays this one):
+
+    git worktree add --detach /tmp/before main && PYTHONPATH=. OMP_NUM_THREADS=1 python benchmarks/authors_side_by_side.py \
+        --authors _authors --workload fashionmnist --ours /tmp/before --repeats 3 --profile 25
 """
-import argparse, contextlib, copy, json, math, os, sys, time, types
+import argparse, contextlib, copy, cProfile, hashlib, io, json, math, os, pstats, statistics, sys, time, types
 from pathlib import Path
 import numpy as np, torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from lotus_nb.models import create_model
-from lotus_nb.training import to_device, set_seed
-from lotus_nb.lotus import lotus_unlearn
-from lotus_nb.metrics import evaluate
+
+def import_ours(root:Path=ROOT) -> dict:
+    "lotus_nb imported from the checkout `root` (this one; `--ours DIR`: another, e.g. a worktree of an earlier commit): its folder and commit"
+    root = Path(root).resolve(); sys.path.insert(0, str(root))
+    global create_model, to_device, set_seed, lotus_unlearn, evaluate
+    from lotus_nb.models import create_model
+    from lotus_nb.training import to_device, set_seed
+    from lotus_nb.lotus import lotus_unlearn
+    from lotus_nb.metrics import evaluate
+    import lotus_nb, subprocess
+    if Path(lotus_nb.__file__).resolve().parent != root/'lotus_nb':
+        raise SystemExit(f"lotus_nb was imported from {Path(lotus_nb.__file__).parent}, not from {root}")
+    git = lambda *a: subprocess.run(['git', '-C', str(root), *a], capture_output=True, text=True).stdout.strip()
+    return dict(root=str(root), commit=git('rev-parse', '--short', 'HEAD') or None,
+                dirty=bool(git('status', '--porcelain', '--untracked-files=no', '--', 'lotus_nb')))
 
 THEIR_ARGS = ['--epochs', '10', '--method', 'our', '--alpha', '2', '--lr', '1e-4', '--weight_decay', '5e-4', '--batch_size', '128',
               '--subset_size', '0.3', '--probTransformer', 'gumbel-softmax']   # reproduce_results.sh:32 (CIFAR-100), defaults spelled out
@@ -158,21 +187,159 @@ def ours_evaluate(model, original, gold, ds, dev):
     res = evaluate(model, ds['forget'], ds['retain'], ds['test'], ds['unseen'], f_gold=gold, f_orig=original)
     sync(dev); return res, time.perf_counter() - t0
 
+FMNIST = dict(train_size=6000, epochs=15)   # the CPU workload: demo_task('fashionmnist', train_size=6000, augment='none')'s
+
+def fmnist_workload(cache:Path, small=False):
+    "Fashion-MNIST's TensorSplits (no augmentation) and f_orig (resnet18_small, demo_task's recipe), trained once and cached at `cache`"
+    from lotus_nb.data import load_dataset
+    from lotus_nb.splits import make_splits
+    from lotus_nb.loaders import tensor_splits
+    from lotus_nb.training import Recipe, train_cached
+    from lotus_nb.models import create_model
+    n = 600 if small else FMNIST['train_size']
+    d = load_dataset('fashionmnist', train_size=n); d.augment = 'none'
+    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0))
+    if small: ts = {k: v.with_idx(v.idx[:200]) if k in ('unseen', 'test') else v for k, v in ts.items()}
+    recipe = Recipe(epochs=1 if small else FMNIST['epochs'], batch_size=128, warmup=1, patience=None, schedule='cosine',
+                    keep='best')   # demo_task's
+    make = lambda: create_model('resnet18_small', d.num_classes, d.in_chans, d.img_size)
+    f_orig, _ = train_cached(cache, make, ts['forget'] + ts['retain'], recipe, seed=0, progress=False)
+    return f_orig.eval(), ts, d.num_classes
+
+def user_tensordatasets(ts:dict, take=None) -> dict:
+    "The sets as a practitioner holds them (the README's quick start): TensorDatasets of normalised float images, fresh tensors each call"
+    from torch.utils.data import TensorDataset
+    out = {}
+    for k in ('forget', 'retain', 'unseen', 'test'):
+        s = ts[k] if take is None else ts[k].with_idx(ts[k].idx[:take])
+        xs, ys = zip(*[(x.float().cpu(), y.cpu()) for x, y in s.loader(1024)])
+        out[k] = TensorDataset(torch.cat(xs).contiguous(), torch.cat(ys))
+    return out
+
+def digest(model) -> str:
+    "SHA-256 of every state_dict tensor's bytes (16 hex digits): equal digests, the same weights bit for bit"
+    return hashlib.sha256(b''.join(v.detach().cpu().contiguous().numpy().tobytes() for v in model.state_dict().values())).hexdigest()[:16]
+
+def ours_on(f_orig, gold, sets, epochs):
+    "Ours through the README's calls on `sets` (TensorDatasets or TensorSplits): lotus_unlearn, then evaluate; seconds of each"
+    t0 = time.perf_counter()
+    m, rec = lotus_unlearn(f_orig, sets['forget'], sets['retain'], sets['unseen'], seed=0, progress=False, epochs=epochs)
+    t1 = time.perf_counter()
+    res = evaluate(m, sets['forget'], sets['retain'], sets['test'], sets['unseen'], f_gold=gold, f_orig=f_orig)
+    t2 = time.perf_counter()
+    return dict(unlearn_s=t1 - t0, evaluate_s=t2 - t1, digest=digest(m), acc_forget=float(res['acc_forget']),
+                acc_test=float(res['acc_test']), mia=float(res['mia']), trace=[r['acc_forget'] for r in rec['trace']])
+
+def theirs_on(A, f_orig, gold, ds, classes, epochs, dev):
+    "The authors' LoTUS.unlearn and evaluation on their DataLoaders over the TensorDatasets `ds`; seconds of each"
+    dl = their_loaders(ds)
+    m, t, info = theirs_unlearn(A, copy.deepcopy(f_orig), dl, classes, epochs, dev)
+    res, te = theirs_evaluate(A, m, f_orig, gold, dl, dev)
+    return dict(unlearn_s=t, evaluate_s=te, epochs_run=info['epochs_run'], acc_forget=res['acc_forget'], acc_test=res['acc_test'],
+                mia=float(res['mia']))
+
+def profile_user_path(f_orig, ts, epochs, top) -> str:
+    "cProfile of one lotus_unlearn on fresh TensorDatasets: the `top` entries by cumulative time, then by own time"
+    ds = user_tensordatasets(ts)
+    pr = cProfile.Profile(); pr.enable()
+    lotus_unlearn(f_orig, ds['forget'], ds['retain'], ds['unseen'], seed=0, progress=False, epochs=epochs)
+    pr.disable(); s = io.StringIO(); st = pstats.Stats(pr, stream=s).strip_dirs()
+    st.sort_stats('cumulative').print_stats(top); st.sort_stats('tottime').print_stats(top)
+    return s.getvalue()
+
+SIDES = ('authors', 'ours: TensorDataset', 'ours: TensorSplit')
+
+def run_fashionmnist(args, A, out, dump):
+    "The CPU side by side: the three SIDES in interleaved rounds, medians and ratios; the profile of the user's path"
+    from lotus_nb.models import reinit_copy
+    dev = torch.device('cpu')
+    name = f"side_by_side_fashionmnist_{'small' if args.small else FMNIST['train_size']}.pt"
+    cache = Path(args.model_cache or Path('~/.cache/lotus_nb').expanduser()/name)
+    f_orig, ts, classes = fmnist_workload(cache, args.small)
+    gold = reinit_copy(f_orig, seed=1).eval()   # their log_js and our JSD need a gold model: a random one, the same weights on both sides
+    epochs = args.epochs or (2 if args.small else 10)
+    out.update(workload='fashionmnist', device='cpu', epochs=epochs, threads=torch.get_num_threads(), rounds=[],
+               omp_num_threads=os.environ.get('OMP_NUM_THREADS'), model_cache=str(cache),
+               sets={k: len(ts[k]) for k in ('forget', 'retain', 'unseen', 'test')})
+    print(f"Fashion-MNIST side by side on the CPU: {out['sets']}, resnet18_small, {epochs} epochs, {out['threads']} threads "
+          f"(OMP_NUM_THREADS={out['omp_num_threads']}), {args.repeats} interleaved rounds", flush=True)
+    A['unlearning_methods.lotus_class'].args.epochs = epochs
+    if not args.skip_warmup:   # every side once on a slice, one epoch: first calls (oneDNN's kernels, lazy imports) paid by no timed run
+        t0 = time.perf_counter(); w = user_tensordatasets(ts, take=512)
+        ours_on(f_orig, gold, w, 1); ours_on(f_orig, gold, {k: v.with_idx(v.idx[:512]) for k, v in ts.items()}, 1)
+        theirs_on(A, f_orig, gold, w, classes, 1, dev)
+        out['warmup_s'] = time.perf_counter() - t0; print(f"warm-up (untimed): {out['warmup_s']:.1f} s", flush=True)
+    for r in range(args.repeats):
+        ds, row = user_tensordatasets(ts), {}
+        for side in SIDES[r % 3:] + SIDES[:r % 3]:
+            if side == 'authors': row[side] = theirs_on(A, f_orig, gold, ds, classes, epochs, dev)
+            else: row[side] = ours_on(f_orig, gold, ds if side == 'ours: TensorDataset' else ts, epochs)
+            print(f"round {r + 1} {side:20s} unlearning {row[side]['unlearn_s']:6.2f} s  evaluation {row[side]['evaluate_s']:6.2f} s  "
+                  f"forget/test/MIA {row[side]['acc_forget']:.3f}/{row[side]['acc_test']:.3f}/{row[side]['mia']:.3f}"
+                  + (f"  weights {row[side]['digest']}" if 'digest' in row[side] else ''), flush=True)
+        out['rounds'].append(row); dump()
+    med = lambda side, k: statistics.median(row[side][k] for row in out['rounds'])
+    ratio = lambda side, k: statistics.median(row['authors'][k]/row[side][k] for row in out['rounds'])
+    out['summary'] = {side: dict(unlearn_s=med(side, 'unlearn_s'), evaluate_s=med(side, 'evaluate_s'),
+                                 unlearn_ratio=ratio(side, 'unlearn_s'), evaluate_ratio=ratio(side, 'evaluate_s'),
+                                 result=[out['rounds'][0][side][k] for k in ('acc_forget', 'acc_test', 'mia')]) for side in SIDES}
+    out['tensordataset_over_tensorsplit'] = statistics.median(row['ours: TensorDataset']['unlearn_s']/row['ours: TensorSplit']['unlearn_s']
+                                                              for row in out['rounds'])
+    dump()
+    S = out['summary']
+    cell = lambda side, k: f"{S[side][k + '_s']:.2f} s" + ('' if side == 'authors' else f" ({S[side][k + '_ratio']:.2f}x)")
+    print(f"\nmedians of {args.repeats} interleaved rounds (ratio: the authors' seconds over ours, median over rounds), "
+          f"{out['threads']} threads")
+    print('| | ' + ' | '.join(SIDES) + ' |')
+    print('| unlearning | ' + ' | '.join(cell(s, 'unlearn') for s in SIDES) + ' |')
+    print('| evaluation | ' + ' | '.join(cell(s, 'evaluate') for s in SIDES) + ' |')
+    print('| forget/test/MIA | ' + ' | '.join('/'.join(f'{v:.3f}' for v in S[s]['result']) for s in SIDES) + ' |')
+    print(f"TensorDataset over TensorSplit, unlearning: {out['tensordataset_over_tensorsplit']:.3f} (median over rounds); "
+          f"our weights: {sorted({row[s]['digest'] for row in out['rounds'] for s in SIDES[1:]})}", flush=True)
+    if args.profile:
+        out['profile'] = profile_user_path(f_orig, ts, epochs, args.profile); dump()
+        print(f"\ncProfile of one lotus_unlearn on TensorDatasets:\n{out['profile']}", flush=True)
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--authors', required=True, help="a folder holding the authors' src/ (tools/authors_checkout.sh DIR)")
     ap.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
-    ap.add_argument('--small', action='store_true', help='600 + 200 images of 8 px, 10 classes, 2 epochs (a dry run on the CPU)')
+    ap.add_argument('--small', action='store_true', help='a dry run on the CPU, 2 epochs: synthetic, 600 + 200 images of 8 px, 10 classes; '
+                    'fashionmnist, 600 training and 200 + 200 held-out images, f_orig trained 1 epoch')
     ap.add_argument('--epochs', type=int, default=None, help='LoTUS epochs on both sides (default 10, the paper\'s; 2 with --small)')
     ap.add_argument('--authors-eval-frac', type=float, default=1.0, help='time their evaluation on this fraction of every set, scaled up')
     ap.add_argument('--skip-warmup', action='store_true', help='no untimed warm-up call on either side')
     ap.add_argument('--json', default=None)
+    ap.add_argument('--workload', choices=('synthetic', 'fashionmnist'), default='synthetic',
+                    help="synthetic: the GPU shape above; fashionmnist: the CPU's side by side (6,000 images, resnet18_small, three sides)")
+    ap.add_argument('--repeats', type=int, default=3, help='fashionmnist: interleaved rounds of the three sides (medians reported)')
+    ap.add_argument('--model-cache', default=None, help="fashionmnist: f_orig's checkpoint, trained once (default under ~/.cache/lotus_nb)")
+    ap.add_argument('--profile', type=int, default=0,
+                    help="fashionmnist: print this many top entries of a cProfile of lotus_unlearn on TensorDatasets")
+    ap.add_argument('--ours', default=None, help="import lotus_nb from this checkout instead of the script's own (e.g. a worktree of an "
+                    "earlier commit: that code's seconds against the same authors' code); its commit is printed and written to the JSON")
     args = ap.parse_args(argv)
+    ours = import_ours(args.ours or ROOT)
+    if args.workload == 'fashionmnist':
+        out = dict(torch=torch.__version__, their_argv=THEIR_ARGS, ours=ours)
+        print(f"ours: lotus_nb from {ours['root']} at {ours['commit']}{' (with uncommitted changes)' if ours['dirty'] else ''}", flush=True)
+        def dump():
+            if args.json: Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+        src = Path(args.authors)/'src' if (Path(args.authors)/'src').exists() else Path(args.authors)
+        commit = Path(args.authors)/'COMMIT'
+        out['authors_commit'] = commit.read_text().strip() if commit.exists() else None
+        A = load_authors(src, args.epochs or (2 if args.small else 10))
+        out['shims'] = ['mlflow: every call a no-op', 'transformers.ViTModel: unused stand-in'] + ([A['shimmed']] if 'shimmed' in A else [])
+        if str(A['helpers.eval'].DEVICE) != 'cpu':
+            raise SystemExit(f"their DEVICE is {A['helpers.eval'].DEVICE}: the fashionmnist workload runs on the CPU")
+        run_fashionmnist(args, A, out, dump)
+        if args.json: print(f"written: {args.json}")
+        return
     dev = torch.device(args.device)
     if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     n_train, n_held, classes, img = (600, 200, 10, 8) if args.small else (50_000, 10_000, 100, 32)
     epochs = args.epochs or (2 if args.small else 10)
-    out = dict(device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu', torch=torch.__version__,
+    out = dict(device=torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu', torch=torch.__version__, ours=ours,
                shape=dict(n_train=n_train, n_held=n_held, classes=classes, img=img, forget_pct=0.1), epochs=epochs,
                their_argv=THEIR_ARGS, authors_eval_frac=args.authors_eval_frac,
                warmup='untimed warm-up call on both sides (one epoch on 512+512 images, then its evaluation)' if not args.skip_warmup else 'none')

@@ -18,7 +18,7 @@ from .device import precision_of
 # %% auto #0
 __all__ = ['LOADED', 'REHEARSAL', 'Split', 'prepare_batch', 'norm_tensor', 'unnormalize', 'rehearsal_caps', 'rehearsal',
            'BatchLoader', 'IndexSplit', 'TensorLoader', 'TensorSplit', 'one_pass', 'quiet_generator', 'FileLoader',
-           'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'MemoryLoader', 'MemorySplit']
+           'FileSplit', 'tensor_splits', 'device_splits', 'unseen_split', 'MemoryLoader', 'MemorySplit', 'unaugmented']
 
 # %% ../nbs/01d_loaders.ipynb #4cc92516
 @dataclass(eq=False)
@@ -108,7 +108,7 @@ def rehearsal(batches:int,     # batches per pass of every loader made inside th
     finally: REHEARSAL.reset(token)
 
 class BatchLoader:
-    "What `TensorLoader` and `FileLoader` share: the batch count, a seeded order each pass, normalisation constants, tags"
+    "What the loaders share: the batch count, a seeded order each pass, normalisation constants, tags, positions"
     def __init__(self,
                  n:int,      # number of items
                  batch_size, # items per batch (the last batch may be smaller)
@@ -120,10 +120,12 @@ class BatchLoader:
                  seed,       # seeds the generator of the order and the augmentation
                  size,       # resize batches to size x size; None: as stored
                  device,     # where batches are normalised and yielded
+                 positions:bool=False, # True: each batch ends with its items' positions among the loader's items (int64, on device)
                 ):
         caps = rehearsal_caps()
         if caps['batches'] and caps['max_batch']: batch_size = min(batch_size, caps['max_batch'])   # a CPU rehearsal's cap
         self.n, self.batch_size, self.shuffle, self.augment, self.size = n, batch_size, shuffle, augment, size
+        self.positions = positions
         self.tags = None if tags is None else torch.as_tensor(np.asarray(tags), dtype=torch.bool)
         self.mean, self.std = norm_tensor(mean, device), norm_tensor(std, device)
         self.gen = torch.Generator().manual_seed(seed)
@@ -139,11 +141,12 @@ class BatchLoader:
               xb, # the prepared images
               yb, # their labels
               sel, # their positions among the items, for their tags
-              device, # where the tags go
-             ) -> tuple: # (xb, yb), or (xb, yb, tags) when the loader has tags
-        "One batch as yielded: `(xb, yb)`, and the tags of the items `sel` when there are tags; counted in `LOADED`"
+              device, # where the tags and positions go
+             ) -> tuple: # (xb, yb), then the tags when the loader has tags, then the positions when it yields them
+        "One batch as yielded: `(xb, yb)`, the tags of the items `sel` if any, `sel` itself if `positions`; counted in `LOADED`"
         kind = 'train' if self.shuffle else 'eval'; LOADED[f'{kind}_batches'] += 1; LOADED[f'{kind}_images'] += len(sel)
-        return (xb, yb) + (self.tags[sel].to(device),) if self.tags is not None else (xb, yb)
+        out = (xb, yb) + (self.tags[sel].to(device),) if self.tags is not None else (xb, yb)
+        return out + (sel.to(device),) if self.positions else out
 
 # %% ../nbs/01d_loaders.ipynb #5ff4f971
 class IndexSplit(Split):
@@ -190,8 +193,9 @@ class TensorLoader(BatchLoader):
                  seed=0,          # seeds the generator of the order and the augmentation
                  channels_last=False, # batches in channels-last memory format
                  size=None,       # resize batches to size x size; None: as stored
+                 positions=False, # True: each batch ends with its items' positions among idx (see BatchLoader)
                 ):
-        super().__init__(len(idx), batch_size, shuffle, augment, mean, std, tags, seed, size, x.device)
+        super().__init__(len(idx), batch_size, shuffle, augment, mean, std, tags, seed, size, x.device, positions)
         self.x, self.y, self.channels_last = x, y, channels_last
         self.idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
     def __iter__(self):
@@ -219,11 +223,13 @@ class TensorSplit(IndexSplit):
                seed=0,         # seeds the shuffling and augmentation
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
                augment=None,   # None: augmented when train; True: the training augmentation in order (train=False), the evaluation of augmented images
+               positions=False, # True: each batch ends with its items' positions in this split
               ):
         "Shuffled and augmented batches when `train`, else the split in order (augmented, in order, with `augment=True`)"
         aug = train if augment is None else augment
         return TensorLoader(self.x, self.y, self.idx, batch_size, shuffle=train, augment=self.augment if aug else 'none',
-                            mean=self.mean, std=self.std, tags=tags, seed=seed, channels_last=self.x.is_cuda and precision_of(self.x.device) == 'bf16', size=self.size)
+                            mean=self.mean, std=self.std, tags=tags, seed=seed, size=self.size, positions=positions,
+                            channels_last=self.x.is_cuda and precision_of(self.x.device) == 'bf16')
 
 # %% ../nbs/01d_loaders.ipynb #137ea0d5
 def one_pass(batches,    # a loader, list or iterator of batches
@@ -264,8 +270,9 @@ class FileLoader(BatchLoader):
                  size=None,        # resize batches to size x size; None: as decoded
                  device='cpu',     # where batches are augmented and yielded
                  num_workers=None, # decoding workers; None: default_workers decides
+                 positions=False,  # True: each batch ends with its items' positions among idx (see BatchLoader)
                 ):
-        super().__init__(len(idx), batch_size, shuffle, augment, mean, std, tags, seed, size, torch.device(device))
+        super().__init__(len(idx), batch_size, shuffle, augment, mean, std, tags, seed, size, torch.device(device), positions)
         self.files, self.y, self.idx, self.device = files, y, np.asarray(idx), torch.device(device)
         self.num_workers = default_workers(len(self.idx), num_workers)
     def __iter__(self):
@@ -297,11 +304,12 @@ class FileSplit(IndexSplit):
                seed=0,         # seeds the shuffling and augmentation
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
                augment=None,   # None: augmented when train; True: the training augmentation in order (train=False), the evaluation of augmented images
+               positions=False, # True: each batch ends with its items' positions in this split
               ):
         "Shuffled and augmented batches when `train`, else the split in order (augmented, in order, with `augment=True`)"
         aug = train if augment is None else augment
         return FileLoader(self.files, self.y, self.idx, batch_size, train, self.augment if aug else 'none', self.mean, self.std,
-                          tags, seed, self.size, self.device, self.num_workers)
+                          tags, seed, self.size, self.device, self.num_workers, positions)
 
 # %% ../nbs/01d_loaders.ipynb #abe2bec9
 def tensor_splits(data:ImageData, # an in-memory dataset
@@ -351,8 +359,9 @@ class MemoryLoader(BatchLoader):
                  shuffle=False,  # a new seeded order each pass; False: idx order
                  tags=None,      # one bool per idx entry, yielded as a third item; None: (x, y) batches
                  seed=0,         # seeds the order
+                 positions=False, # True: each batch ends with its items' positions among idx (see BatchLoader)
                 ):
-        super().__init__(len(idx), batch_size, shuffle, 'none', (0.,), (1.,), tags, seed, None, x.device)
+        super().__init__(len(idx), batch_size, shuffle, 'none', (0.,), (1.,), tags, seed, None, x.device, positions)
         self.x, self.y = x, y
         self.idx = torch.as_tensor(np.asarray(idx), dtype=torch.long)
     def __iter__(self):
@@ -376,9 +385,10 @@ class MemorySplit(IndexSplit):
                train=False,    # shuffle; False: in order (there is no augmentation: a random transform is never cached unasked)
                seed=0,         # seeds the order
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
+               positions=False, # True: each batch ends with its items' positions in this split
               ):
         "Batches sliced from the tensors: shuffled when `train`, else in order"
-        return MemoryLoader(self.x, self.y, self.idx, batch_size, shuffle=train, tags=tags, seed=seed)
+        return MemoryLoader(self.x, self.y, self.idx, batch_size, shuffle=train, tags=tags, seed=seed, positions=positions)
     def to(self, device, # where the tensors go, once
           ):
         "The same split with its tensors on `device` (a no-op where they are)"
@@ -394,3 +404,10 @@ class MemorySplit(IndexSplit):
         same = self.origin is not None and other.origin is not None and self.origin[0]() is not None and self.origin[0]() is other.origin[0]()
         origin = (self.origin[0], np.concatenate([np.asarray(s.origin[1])[np.asarray(s.idx)] for s in (self, other)])) if same else None
         return MemorySplit(x, y, np.arange(len(x)), origin)
+
+# %% ../nbs/01d_loaders.ipynb #bc3901cd
+def unaugmented(split, # any split
+               ) -> bool: # True: every training pass yields the same inputs, in a new order, and its loader takes positions=True
+    "Whether `split`'s training batches are its items as they are: a `MemorySplit`, or a `TensorSplit` or `FileSplit` without augmentation"
+    if isinstance(split, MemorySplit): return True
+    return isinstance(split, (TensorSplit, FileSplit)) and split.augment == 'none'

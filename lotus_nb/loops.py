@@ -17,7 +17,7 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'FAST', 'PATH_STATS', 'OPTIMIZERS', 'STEPS', 'path_stats', 'count_path', 'set_fast', 'fast_path',
            'fast_enabled', 'new_optimizer', 'set_lr', 'device_batches', 'cudnn_benchmark', 'n_batches', 'count_step',
-           'counting_steps', 'predict', 'accuracy_of', 'train_step', 'graphable', 'StepGraph', 'step_graph',
+           'counting_steps', 'predict', 'top1', 'accuracy_of', 'train_step', 'graphable', 'StepGraph', 'step_graph',
            'train_epoch', 'ce_loss']
 
 # %% ../nbs/03b_loops.ipynb #0f22a4d3
@@ -178,6 +178,12 @@ def predict(model:nn.Module,     # run in eval mode (or train mode, see train); 
     finally: model.train(was_training)
     return torch.cat(logits), torch.cat(ys)
 
+def top1(logits:torch.Tensor, # n x classes
+         y:torch.Tensor,      # the n labels
+        ) -> torch.Tensor:    # a 0-dim float32 tensor on the logits' device
+    "The share of rows whose largest logit is at their label: `accuracy_of`'s arithmetic, for logits already at hand"
+    return (logits.argmax(1) == y).float().mean()
+
 def accuracy_of(model:nn.Module,    # evaluated in eval mode, as in predict
                 split,              # the split to score
                 batch_size:int=1024, # images per forward pass
@@ -185,7 +191,7 @@ def accuracy_of(model:nn.Module,    # evaluated in eval mode, as in predict
                 augment_seed:int=None): # None: clean images; a seed: one draw of the split's training augmentation (see predict)
     "Top-1 accuracy of `model` on `split` (eval mode)"
     logits, y = predict(model, split, batch_size, augment_seed=augment_seed)
-    acc = (logits.argmax(1) == y).float().mean()
+    acc = top1(logits, y)
     return acc.item() if sync else acc
 
 # %% ../nbs/03b_loops.ipynb #ede36990

@@ -13,6 +13,9 @@ from tqdm.auto import tqdm
 from .training import accuracy_of, train_epoch, model_device, fast_enabled, graphable
 from .methods import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, unlearn, student_of, frozen,
                               make_optimizer, with_tags, num_classes_of)
+from .method_parts import OutputCache
+from .loops import predict, top1
+from .loaders import unaugmented
 from .checks import check_choice
 from .model_checks import check_model_fits, memorisation_warning
 
@@ -119,14 +122,22 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
     teacher, student = frozen(original), student_of(original)
     if cfg.class_unlearning: acc_unseen = 0.
     elif task.unseen is None: raise ValueError("LoTUS needs an unseen set D_u (or class_unlearning=True)")
+    elif task.orig_acc_unseen is not None: acc_unseen = task.orig_acc_unseen   # measured on these sets already (lotus_unlearn)
     else: acc_unseen = accuracy_of(teacher, task.unseen)
     if cfg.authors_stop: a_u = 0. if cfg.class_unlearning else authors_accuracy(acc_unseen, len(task.unseen))   # rounded, as theirs
-    batches = with_tags(task.forget, task.retain_subset(), cfg.batch_size, task.seed)
+    sets, dev = (task.forget, task.retain_subset()), model_device(student); fast = fast_enabled(dev)
+    # the same inputs every epoch, on the CPU: the teacher's logits of each item computed once (OutputCache), read back after
+    cached = dev.type == 'cpu' and all(map(unaugmented, sets))
+    batches = with_tags(*sets, cfg.batch_size, task.seed, positions=cached)
+    cache = OutputCache(teacher, sum(map(len, sets)), batches.batch_size) if cached else None
     opt, rows, state, stop = make_optimizer(student.parameters(), cfg), [], {}, None
-    dev = model_device(student); fast = fast_enabled(dev)
     def loss_fn(b):
-        x, _, l, *noise = b     # `noise`: the Gumbel draws of a step replayed from a CUDA graph
-        with torch.no_grad(): t_logits = teacher(x)
+        x, _, l, *rest = b      # rest: the items' positions when the teacher's logits are cached,
+                                # then the Gumbel draws of a step replayed from a CUDA graph
+        if cache is not None: t_logits, noise = cache(x, rest[0]), rest[1:]
+        else:
+            noise = rest
+            with torch.no_grad(): t_logits = teacher(x)
         return lotus_loss(student(x), t_logits, l, state['tau'], cfg.gumbel, *noise)
     if fast:                    # tau_d stays on the device, in one tensor a captured step reads
         state['tau'], k = torch.ones((), dtype=torch.float64, device=dev), num_classes_of(original, task)
@@ -163,8 +174,10 @@ def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain 
     task = UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class, check_sets=check_sets)
     if check_sets:
         check_model_fits(model, dict(forget=task.forget, retain=task.retain, unseen=task.unseen))   # before the pass below reads the sets
-        if forget_class is None and task.unseen is not None:   # one forward pass over D_f and one over D_u
-            memorisation_warning(model, task.forget, task.unseen, alpha=hyper.get('alpha', LotusConfig.alpha))
+        if forget_class is None and task.unseen is not None:   # one forward pass over D_f and one over D_u, whose accuracy is then LoTUS's
+            out = {k: predict(model, s) for k, s in (('forget', task.forget), ('unseen', task.unseen))}
+            memorisation_warning(model, task.forget, task.unseen, alpha=hyper.get('alpha', LotusConfig.alpha), outputs=out)
+            task.orig_acc_unseen = top1(*out['unseen']).item()   # accuracy_of's arithmetic on these outputs: LoTUS's number
     res = unlearn('lotus', model, task, arch=arch, progress=progress, **hyper)
     return res.model, res.record
 

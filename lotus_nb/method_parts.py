@@ -11,8 +11,8 @@ from .device import model_device, autocast
 from .loops import new_optimizer
 
 # %% auto #0
-__all__ = ['student_of', 'frozen', 'make_optimizer', 'with_tags', 'num_classes_of', 'cycle', 'kl_to_targets', 'grad_sums',
-           'mask_grads']
+__all__ = ['student_of', 'frozen', 'make_optimizer', 'with_tags', 'OutputCache', 'num_classes_of', 'cycle', 'kl_to_targets',
+           'grad_sums', 'mask_grads']
 
 # %% ../nbs/04b_method_parts.ipynb #0a51db02
 def student_of(model:nn.Module, # the model to copy (left unchanged)
@@ -42,13 +42,37 @@ def with_tags(first,           # a split whose samples get the tag True (LoTUS's
               batch_size:int,  # samples per batch, both splits mixed
               seed:int,        # seeds the shuffling and the augmentation
               shuffle:bool=True, # False: in order, the first set's block then the second's, augmented where the split draws its own augmentation
+              positions:bool=False, # True: (x, y, tag, pos), pos the items' positions in first + second (unaugmented splits)
              ):
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"
     import inspect, numpy as np
     tags, both = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)], first + second
-    if shuffle: return both.loader(batch_size, train=True, seed=seed, tags=tags)
-    kw = dict(augment=True) if 'augment' in inspect.signature(both.loader).parameters else {}   # a new draw each pass
+    kw = dict(positions=True) if positions else {}
+    if shuffle: return both.loader(batch_size, train=True, seed=seed, tags=tags, **kw)
+    if 'augment' in inspect.signature(both.loader).parameters: kw['augment'] = True   # a new draw each pass
     return both.loader(batch_size, train=False, seed=seed, tags=tags, **kw)
+
+class OutputCache:
+    "A frozen network's output for each item of an `unaugmented` split: kept from a batch of the loader's size, read back after"
+    def __init__(self,
+                 model:nn.Module, # frozen, in eval mode: what it outputs for an input is a function of that input and the batch's size
+                 n:int,           # the number of items, positions 0 to n - 1
+                 batch_size:int,  # the loader's batch size: outputs are kept from batches of this size only
+                ): self.model, self.n, self.batch_size, self.out, self.done, self.kept = model, n, batch_size, None, None, 0
+    @torch.no_grad()
+    def __call__(self,
+                 x:torch.Tensor,   # a batch of the items' inputs
+                 pos:torch.Tensor, # their positions among the n items (a loader's positions=True)
+                ) -> torch.Tensor: # model(x), read back where every item of a full batch is kept, else computed on this batch
+        if self.done is None: self.done = torch.zeros(self.n, dtype=torch.bool, device=pos.device)
+        miss, b = ~self.done[pos], self.batch_size
+        if len(x) == b and not miss.any(): return self.out[pos]
+        o = self.model(x)      # the batch as it is, as without the cache
+        if miss.any() and len(x) <= b:    # a smaller (last) batch is kept from a batch of the full size: its rows, then copies of its first
+            full = o if len(x) == b else self.model(torch.cat([x, x[:1].expand(b - len(x), *x.shape[1:])]))[:len(x)]
+            if self.out is None: self.out = full.new_empty((self.n, *full.shape[1:]))
+            self.out[pos[miss]], self.done[pos[miss]] = full[miss], True; self.kept += int(miss.sum())
+        return o
 
 def num_classes_of(model:nn.Module, # the classifier; its output width is K
                    task,              # an UnlearnTask: its num_classes wins when set; else one forget batch is run

@@ -45,6 +45,7 @@ class UnlearnTask:
     original_meta: dict = None # how $f_{orig}$ was trained (time_min, history): the Original's row
     check_sets: bool = True    # refuse sets that share items (check_disjoint) or that the model cannot take (check_model_fits, in unlearn); False: unchecked, as lotus_nb 0.4
     retain_draw: str = 'uniform' # retain_subset's draw: 'uniform' (int(retain_pct * n) of D_r, the authors') or 'stratified' (each class's share, ours before)
+    orig_acc_unseen: float = None # Acc(f_orig, D_u) where measured on these sets already (lotus_unlearn); None: LoTUS measures it
     def __post_init__(self):
         check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed); check_choice(self.retain_draw, RETAIN_DRAWS, 'retain draw')   # the arguments, then every set, before any set is read
         s = as_splits(dict(forget=self.forget, retain=self.retain, unseen=self.unseen, retain_sub=self.retain_sub))

@@ -1,5 +1,6 @@
 "The benchmark scripts run on the CPU with small models and synthetic data and print their tables: a smoke run, never a timing"
 import importlib.util, json, sys
+from pathlib import Path
 import numpy as np
 import pytest
 from helpers import ROOT, run
@@ -138,3 +139,27 @@ def test_import_time_smoke(tmp_path):
     assert list(rows) == ['lotus_nb.store', 'lotus_nb.metrics', 'lotus_nb.all'], list(rows)
     assert rows['lotus_nb.store']['torch'] is False and rows['lotus_nb.store']['lotus_modules'] <= 4   # lotus_nb, store, metric_facts, registry
     assert rows['lotus_nb.metrics']['lotus_modules'] < rows['lotus_nb.all']['lotus_modules'] and rows['lotus_nb.all']['torch']
+
+def test_authors_side_by_side_cpu_smoke(tmp_path):
+    """benchmarks/authors_side_by_side.py --workload fashionmnist --small: the authors' LoTUS and evaluation, ours on TensorDatasets and on
+    TensorSplits, one round each, the table and the profile; our two inputs give the same weights. A smoke run, never a timing"""
+    from lotus_nb.data import load_dataset
+    try: load_dataset('fashionmnist', download=False)
+    except FileNotFoundError: pytest.skip('Fashion-MNIST is not on this machine')
+    res = run(['bash', ROOT/'tools'/'authors_checkout.sh', tmp_path/'authors'])
+    if res.returncode != 0: pytest.skip(f"the authors' code is not fetched here: {res.stdout[-500:]}")
+    out = tmp_path/'side.json'
+    res = run([sys.executable, ROOT/'benchmarks'/'authors_side_by_side.py', '--authors', tmp_path/'authors', '--workload', 'fashionmnist',
+               '--small', '--repeats', '1', '--skip-warmup', '--profile', '5', '--model-cache', tmp_path/'f_orig.pt', '--json', out],
+              env={'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}, timeout=900)
+    assert res.returncode == 0, res.stdout[-5000:]
+    j = json.loads(out.read_text())
+    sides = load_script('authors_side_by_side').SIDES
+    assert list(j['summary']) == list(sides) and len(j['rounds']) == 1 and set(j['rounds'][0]) == set(sides)
+    row = j['rounds'][0]
+    ours = row['ours: TensorDataset'], row['ours: TensorSplit']
+    assert ours[0]['digest'] == ours[1]['digest'], "the same images as TensorDatasets or TensorSplits: the same run"
+    assert 1 <= row['authors']['epochs_run'] <= 2 and all(r['unlearn_s'] > 0 and r['evaluate_s'] > 0 for r in row.values())
+    assert np.isclose(j['summary']['ours: TensorSplit']['unlearn_ratio'], row['authors']['unlearn_s']/row['ours: TensorSplit']['unlearn_s'])
+    assert '| unlearning |' in res.stdout and 'lotus_unlearn' in j['profile'] and 'cumulative' in j['profile']
+    assert Path(j['ours']['root']) == Path(ROOT).resolve() and 'ours: lotus_nb from' in res.stdout   # --ours DIR would name DIR
