@@ -62,10 +62,10 @@ def import_ours(root:Path=ROOT) -> dict:
     "lotus_nb imported from the checkout `root` (this one; `--ours DIR`: another, e.g. a worktree of an earlier commit): its folder and commit"
     root = Path(root).resolve(); sys.path.insert(0, str(root))
     global create_model, to_device, set_seed, lotus_unlearn, evaluate
-    from lotus_nb.models import create_model
-    from lotus_nb.training import to_device, set_seed
-    from lotus_nb.lotus import lotus_unlearn
-    from lotus_nb.metrics import evaluate
+    from lotus_nb.models.architectures import create_model
+    from lotus_nb.models.training import to_device, set_seed
+    from lotus_nb.methods.lotus import lotus_unlearn
+    from lotus_nb.metrics.evaluation import evaluate
     import lotus_nb, subprocess
     if Path(lotus_nb.__file__).resolve().parent != root/'lotus_nb':
         raise SystemExit(f"lotus_nb was imported from {Path(lotus_nb.__file__).parent}, not from {root}")
@@ -191,11 +191,11 @@ FMNIST = dict(train_size=6000, epochs=15)   # the CPU workload: demo_task('fashi
 
 def fmnist_workload(cache:Path, small=False):
     "Fashion-MNIST's TensorSplits (no augmentation) and f_orig (resnet18_small, demo_task's recipe), trained once and cached at `cache`"
-    from lotus_nb.data import load_dataset
-    from lotus_nb.splits import make_splits
-    from lotus_nb.loaders import tensor_splits
-    from lotus_nb.training import Recipe, train_cached
-    from lotus_nb.models import create_model
+    from lotus_nb.data.datasets import load_dataset
+    from lotus_nb.data.splits import make_splits
+    from lotus_nb.data.loaders import tensor_splits
+    from lotus_nb.models.training import Recipe, train_cached
+    from lotus_nb.models.architectures import create_model
     n = 600 if small else FMNIST['train_size']
     d = load_dataset('fashionmnist', train_size=n); d.augment = 'none'
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0))
@@ -251,7 +251,7 @@ SIDES = ('authors', 'ours: TensorDataset', 'ours: TensorSplit')
 
 def run_fashionmnist(args, A, out, dump):
     "The CPU side by side: the three SIDES in interleaved rounds, medians and ratios; the profile of the user's path"
-    from lotus_nb.models import reinit_copy
+    from lotus_nb.models.architectures import reinit_copy
     dev = torch.device('cpu')
     name = f"side_by_side_fashionmnist_{'small' if args.small else FMNIST['train_size']}.pt"
     cache = Path(args.model_cache or Path('~/.cache/lotus_nb').expanduser()/name)

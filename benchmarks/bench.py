@@ -27,13 +27,13 @@ def lotus_vs_gold(results_csv):
 
 def evaluate_vs_forward(dataset='fashionmnist', repeats=3):
     "Seconds of `evaluate` (reference outputs cached) and of one plain forward pass over the same four splits"
-    from lotus_nb.benchmark import benchmark_defaults
-    from lotus_nb.data import load_dataset
-    from lotus_nb.splits import make_splits
-    from lotus_nb.loaders import tensor_splits
-    from lotus_nb.models import create_model, reinit_copy
-    from lotus_nb.training import predict, get_device, to_device
-    from lotus_nb.metrics import evaluate, reference_outputs
+    from lotus_nb.running.benchmark import benchmark_defaults
+    from lotus_nb.data.datasets import load_dataset
+    from lotus_nb.data.splits import make_splits
+    from lotus_nb.data.loaders import tensor_splits
+    from lotus_nb.models.architectures import create_model, reinit_copy
+    from lotus_nb.models.training import predict, get_device, to_device
+    from lotus_nb.metrics.evaluation import evaluate, reference_outputs
     dflt = benchmark_defaults(dataset, 'resnet18_small'); dev = get_device()
     d = load_dataset(dataset, img_size=dflt['img_size'], train_size=dflt['train_size'])
     ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0), dev)

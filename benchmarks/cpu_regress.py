@@ -19,15 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def worker(epochs:int) -> dict:
     "Times of this process's lotus_nb (the first on its path): data and f_orig, each method's unlearn, predict over four splits"
     import dataclasses, torch
-    from lotus_nb.methods import unlearn, method_config, METHODS
-    try: from lotus_nb.demo import demo_task                         # 0.8 on: its own module, above training
-    except ImportError: from lotus_nb.methods import demo_task
-    from lotus_nb.training import predict
+    from lotus_nb.methods.base import unlearn, method_config, METHODS
+    try: from lotus_nb.methods.demo import demo_task                         # 0.8 on: its own module, above training
+    except ImportError: from lotus_nb.methods.base import demo_task
+    from lotus_nb.models.training import predict
     import lotus_nb
     t = time.perf_counter(); f_orig, ts, task = demo_task('digits'); out = dict(demo_task=time.perf_counter() - t)
-    try: from lotus_nb.methods import load_methods; load_methods()   # lotus_nb < 0.3 registers its methods on demand
-    except ImportError: pass                                          # 0.3 on: lotus_nb.catalog, imported with the package
-    try: from lotus_nb.catalog import load_plugins; load_plugins()  # 0.8 on: loaded by what resolves a name, here before METHODS is listed
+    try: from lotus_nb.methods.base import load_methods; load_methods()   # lotus_nb < 0.3 registers its methods on demand
+    except ImportError: pass                                          # 0.3 on: lotus_nb.core.catalog, imported with the package
+    try: from lotus_nb.core.catalog import load_plugins; load_plugins()  # 0.8 on: loaded by what resolves a name, here before METHODS is listed
     except ImportError: pass
     methods, configs = sorted(METHODS), {}
     for m in methods:
@@ -100,7 +100,7 @@ def main(argv=None):
             jobs = []
             if args.papermill: jobs.append(('papermill -p dataset digits', ('-p', 'dataset', 'digits')))
             if args.main:
-                from lotus_nb.benchmark import benchmark_defaults
+                from lotus_nb.running.benchmark import benchmark_defaults
                 d = benchmark_defaults('fashionmnist', 'resnet18_small')
                 jobs.append((f"main job (fashionmnist, train_size {d['train_size']}, {d['recipe'].epochs} epochs)",
                              ('-p', 'train_size', str(d['train_size']), '-p', 'train_epochs', str(d['recipe'].epochs))))

@@ -37,9 +37,9 @@ import torch, torch.nn as nn
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from lotus_nb.demo import demo_task
-from lotus_nb.methods import unlearn, method_config
-from lotus_nb.device import set_seed
+from lotus_nb.methods.demo import demo_task
+from lotus_nb.methods.base import unlearn, method_config
+from lotus_nb.core.device import set_seed
 
 @contextlib.contextmanager
 def no_cuda():

@@ -8,7 +8,7 @@
 
 The data are synthetic, of CIFAR-100's shape (50,000 training and 10,000 held-out 3x32x32 images, 100 classes, 10% forget; ViT-B/16
 sees them resized to 224 px on the device), and the models are randomly initialised: nothing is downloaded, and speed does not
-depend on the weights. Every method runs with the fast path off ('plain') and on ('fast', `lotus_nb.training.set_fast`).
+depend on the weights. Every method runs with the fast path off ('plain') and on ('fast', `lotus_nb.models.training.set_fast`).
 
 The table, per model and method:
 - time: the whole `unlearn` call (seconds, device synchronised), as `record['time_min']` reports it;
@@ -33,16 +33,16 @@ import numpy as np, pandas as pd, torch, torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from lotus_nb.data import ImageData
-from lotus_nb.splits import make_splits
-from lotus_nb.loaders import tensor_splits
-from lotus_nb.user_data import DatasetSplit
-from lotus_nb.models import create_model, model_arch, model_input_size, reinit_copy
-from lotus_nb.training import (path_stats, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
+from lotus_nb.data.datasets import ImageData
+from lotus_nb.data.splits import make_splits
+from lotus_nb.data.loaders import tensor_splits
+from lotus_nb.data.user_data import DatasetSplit
+from lotus_nb.models.architectures import create_model, model_arch, model_input_size, reinit_copy
+from lotus_nb.models.training import (path_stats, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
                                model_device)
-from lotus_nb.methods import UnlearnTask, unlearn, method_config
-from lotus_nb.lotus import lotus_loss, lotus_unlearn
-from lotus_nb.metrics import evaluate, reference_outputs, resolve
+from lotus_nb.methods.base import UnlearnTask, unlearn, method_config
+from lotus_nb.methods.lotus import lotus_loss, lotus_unlearn
+from lotus_nb.metrics.evaluation import evaluate, reference_outputs, resolve
 
 # bf16 dense tensor-core peaks (FLOP/s), by a substring of the device name, most specific first
 PEAKS_BF16 = [('H200', 989e12), ('H100 PCIe', 756e12), ('H100 NVL', 835e12), ('H100', 989e12), ('A100', 312e12),
@@ -104,8 +104,8 @@ def bare_step(kind, student, teachers, opt, dev, cfg, mask=None, cache=True):
     """The inner step of `kind` (see `work`) on static tensors, built from the methods' own losses, with nothing around it:
     'ce' cross-entropy; 'salun' the same, gradients masked; 'neggrad_plus' a retain and a forget batch; 'lotus' one teacher and LoTUS's
     loss; 'bad_teacher' two teachers; 'scrub_max' / 'scrub_min' one teacher, -KL / CE + KL; 'saliency' -CE's gradient summed, no step"""
-    from lotus_nb.bad_teacher import bad_teacher_loss
-    from lotus_nb.scrub import scrub_kl
+    from lotus_nb.methods.bad_teacher import bad_teacher_loss
+    from lotus_nb.methods.scrub import scrub_kl
     tau = torch.full((), 1.5, dtype=torch.float64, device=dev)
     good, bad = teachers
     def step(x, y, l, noise, xf, yf):
@@ -133,7 +133,7 @@ def bare_step(kind, student, teachers, opt, dev, cfg, mask=None, cache=True):
 def ceiling(kind, model, shape:Shape, cfg, dev, size=None, steps=100, warmup=5, pool=8):
     """Samples/s of the bare step of `kind` with the optimiser and batch size of `cfg`: replayed from a CUDA graph (eager on the CPU),
     inputs copied from a pool on the device"""
-    from lotus_nb.methods import make_optimizer
+    from lotus_nb.methods.base import make_optimizer
     student, good, bad = reinit_copy(model).train(), reinit_copy(model).eval(), reinit_copy(model, 1).eval()
     for p in [*good.parameters(), *bad.parameters()]: p.requires_grad_(False)
     with fast_path(True): opt = make_optimizer(student.parameters(), cfg)    # fused, capturable, device-tensor lr

@@ -1,16 +1,16 @@
 """Import times of lotus_nb's parts in fresh interpreters: each part's wall time, the time of the other modules it loads
 (exactly those, in their order) imported alone, and the difference (lotus_nb's own share), beside the import that loads every
-part: `lotus_nb.all` (0.8 on: every module, then the built-ins and plugins loaded), or `lotus_nb.catalog` in an older
+part: `lotus_nb.all` (0.8 on: every module, then the built-ins and plugins loaded), or `lotus_nb.core.catalog` in an older
 lotus_nb (0.6 and 0.7: it imported every registering module; before 0.6 any import of lotus_nb imported it).
 
     PYTHONPATH=. python benchmarks/import_time.py              # median of 5 interpreters per row
-    PYTHONPATH=. python benchmarks/import_time.py --repeat 1 --parts lotus_nb.store lotus_nb.metrics   # a smoke run
+    PYTHONPATH=. python benchmarks/import_time.py --repeat 1 --parts lotus_nb.running.store lotus_nb.metrics.evaluation   # a smoke run
 """
 import argparse, json, statistics, subprocess, sys, time
 
-PARTS = ['lotus_nb.checks', 'lotus_nb.store', 'lotus_nb.tracking', 'lotus_nb.training', 'lotus_nb.metrics', 'lotus_nb.methods', 'lotus_nb.lotus',
-         'lotus_nb.runner', 'lotus_nb.grid', 'lotus_nb.benchmark']
-EVERYTHING = ('lotus_nb.all', 'lotus_nb.catalog')   # the first the lotus_nb on the path has: the last row, which loads every part
+PARTS = ['lotus_nb.core.checks', 'lotus_nb.running.store', 'lotus_nb.running.tracking', 'lotus_nb.models.training', 'lotus_nb.metrics.evaluation', 'lotus_nb.methods.base', 'lotus_nb.methods.lotus',
+         'lotus_nb.running.runner', 'lotus_nb.running.grid', 'lotus_nb.running.benchmark']
+EVERYTHING = ('lotus_nb.all', 'lotus_nb.core.catalog')   # the first the lotus_nb on the path has: the last row, which loads every part
 
 PROBE = """
 import sys, time, json

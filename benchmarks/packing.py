@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT/'benchmarks'))
 def unit_main(a):
     "A worker: build the workload, warm up, wait for the start file, run its seeds one after another, save each unit's weights"
     from gpu_speed import synthetic_splits, make_model, PAPER, SMALL, sync
-    from lotus_nb.methods import UnlearnTask, unlearn
-    from lotus_nb.models import model_arch
+    from lotus_nb.methods.base import UnlearnTask, unlearn
+    from lotus_nb.models.architectures import model_arch
     dev = torch.device(a.device)
     if dev.type == 'cuda' and dev.index is None: dev = torch.device('cuda', torch.cuda.current_device())
     shape = SMALL if a.small else PAPER

@@ -24,9 +24,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT/'benchmarks'))
 from gpu_speed import synthetic_splits, make_model, ceiling, PAPER, SMALL, sync
-from lotus_nb.methods import UnlearnTask, unlearn, method_config
-from lotus_nb.models import model_input_size
-from lotus_nb.training import fast_path, accuracy_of
+from lotus_nb.methods.base import UnlearnTask, unlearn, method_config
+from lotus_nb.models.architectures import model_input_size
+from lotus_nb.models.training import fast_path, accuracy_of
 
 def timed(fn, dev, repeats=1) -> float:
     "Seconds of fn() (mean of `repeats`), by CUDA events on CUDA, else the wall clock"

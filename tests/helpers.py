@@ -55,7 +55,7 @@ def show(res: subprocess.CompletedProcess, tail: int = 20_000) -> str:
 
 def read_rows(path) -> pd.DataFrame:
     "The rows of the store whose results.csv is `path` (none while the file does not exist)"
-    from lotus_nb.store import Store
+    from lotus_nb.running.store import Store
     return Store(Path(path).parent).read()
 
 sys.path.insert(0, str(ROOT/'tools'))

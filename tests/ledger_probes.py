@@ -1,7 +1,7 @@
-"""The probes of the deviations ledger's switches (nbs/19_deviations.ipynb): for every ledger row that offers a switch, a
+"""The probes of the deviations ledger's switches (nbs/paper/76_deviations.ipynb): for every ledger row that offers a switch, a
 function that applies it and returns what the row's value or behaviour is without and with it. They run the package's
 higher modules (metrics, methods, training, the runner's resolution of a benchmark, the paper tables), so they live
-here, with the tests, and not in `lotus_nb.deviations`, which holds the ledger as data: `check_switches(switch_probes())`
+here, with the tests, and not in `lotus_nb.paper.deviations`, which holds the ledger as data: `check_switches(switch_probes())`
 runs them, in tests/test_deviations.py (the chapter imports nothing from the tests)."""
 from __future__ import annotations
 import tempfile, warnings
@@ -9,29 +9,29 @@ from pathlib import Path
 import numpy as np, pandas as pd, torch, torch.nn as nn
 from torch.utils.data import TensorDataset, Subset
 from PIL import Image
-from lotus_nb.deviations import Deviation, stand_in_rows
-from lotus_nb.data import ImageData, load_dataset
-from lotus_nb.splits import dataset_splits, validation_splits, split_rule
-from lotus_nb.models import create_model, model_arch, model_input_size
-from lotus_nb.device import precision, precision_of, autocast
-from lotus_nb.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit, val_loss_of
-from lotus_nb.methods import UnlearnTask, method_config
-from lotus_nb.model_checks import MemorisationWarning
-from lotus_nb.metrics import evaluate, jsd, rf_jsd, zrf, mia_entropy
-from lotus_nb.lotus import lotus_unlearn, authors_stop_reached
-from lotus_nb.loaders import TensorSplit
-from lotus_nb.loops import predict
-from lotus_nb.methods import unlearn
-from lotus_nb.metrics import Reference
-from lotus_nb.runner import SeedContext, eval_unseen_of
+from lotus_nb.paper.deviations import Deviation, stand_in_rows
+from lotus_nb.data.datasets import ImageData, load_dataset
+from lotus_nb.data.splits import dataset_splits, validation_splits, split_rule
+from lotus_nb.models.architectures import create_model, model_arch, model_input_size
+from lotus_nb.core.device import precision, precision_of, autocast
+from lotus_nb.models.training import RECIPES, OUR_RECIPES, Recipe, recipe_from, lr_schedule, fit, val_loss_of
+from lotus_nb.methods.base import UnlearnTask, method_config
+from lotus_nb.models.model_checks import MemorisationWarning
+from lotus_nb.metrics.evaluation import evaluate, jsd, rf_jsd, zrf, mia_entropy
+from lotus_nb.methods.lotus import lotus_unlearn, authors_stop_reached
+from lotus_nb.data.loaders import TensorSplit
+from lotus_nb.models.loops import predict
+from lotus_nb.methods.base import unlearn
+from lotus_nb.metrics.evaluation import Reference
+from lotus_nb.running.runner import SeedContext, eval_unseen_of
 from types import SimpleNamespace
-from lotus_nb.unsir import error_maximizing_noise, impair_epoch
-from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, method_overrides, benchmark_defaults, benchmark_augment
-from lotus_nb.benchmark_spec import step_budget, step_scale, paper_scale, budget_share
-from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap
-from lotus_nb.report import EXTRA_ROWS, OURS_AVG_GAP, as_logged
-from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
-from lotus_nb.paper_tables import pcc_jsd_rf_authors, pcc_jsd_rf, PCC_METHODS
+from lotus_nb.methods.unsir import error_maximizing_noise, impair_epoch
+from lotus_nb.running.benchmark import BenchmarkSpec, resolve_spec, method_overrides, benchmark_defaults, benchmark_augment
+from lotus_nb.running.benchmark_spec import step_budget, step_scale, paper_scale, budget_share
+from lotus_nb.paper.paper_tables import table_avg_gap_authors, table_avg_gap
+from lotus_nb.metrics.report import EXTRA_ROWS, OURS_AVG_GAP, as_logged
+from lotus_nb.paper.paper_plan import PAPER_BENCHMARKS, PB, SYNTHETIC_UNSEEN, plan_benchmark
+from lotus_nb.paper.paper_tables import pcc_jsd_rf_authors, pcc_jsd_rf, PCC_METHODS
 
 def _cfg(method:str, arch:str='resnet', kind:str='instance', **over): # a registered method; its config with `over` applied
     return method_config(method, arch, kind, **over)

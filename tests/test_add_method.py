@@ -1,4 +1,4 @@
-"""The chapter on adding a method (nbs/04a_new_method.ipynb) is a complete recipe: its cells tagged `recipe`, and nothing
+"""The chapter on adding a method (nbs/methods/34_new_method.ipynb) is a complete recipe: its cells tagged `recipe`, and nothing
 else, run as one script in a fresh interpreter, in an empty folder outside the repository, add a method that unlearns,
 runs in a benchmark beside the package's and shows in its tables."""
 import json, os, subprocess, sys
@@ -7,7 +7,7 @@ import pandas as pd
 from helpers import ROOT
 
 def recipe() -> str:
-    nb = json.loads((ROOT/'nbs'/'04a_new_method.ipynb').read_text())
+    nb = json.loads((ROOT/'nbs'/'methods/34_new_method.ipynb').read_text())
     cells = [''.join(c['source']) for c in nb['cells'] if 'recipe' in c.get('metadata', {}).get('tags', [])]
     assert len(cells) >= 5, 'the chapter lost its recipe cells'
     return '\n\n'.join(cells)

@@ -5,13 +5,13 @@ nine points of the published p-values; ties are all bold; the certainty table co
 import math, warnings
 import numpy as np, pandas as pd, pytest
 from scipy.stats import pearsonr
-from lotus_nb.store import Store
-from lotus_nb.paper_tables import table_avg_gap_authors, table_avg_gap_supp_authors
-from lotus_nb.report import render, certainty, PAPER_METHODS, aggregate_authors
-from lotus_nb.paper_plan import PB, PAPER_BENCHMARKS, block_label
-from lotus_nb.paper_tables import pcc_jsd_rf_authors, table_pcc_authors
-from lotus_nb.published import ours_long, compare_published, GAP_METRICS
-from lotus_nb.methods import display_name
+from lotus_nb.running.store import Store
+from lotus_nb.paper.paper_tables import table_avg_gap_authors, table_avg_gap_supp_authors
+from lotus_nb.metrics.report import render, certainty, PAPER_METHODS, aggregate_authors
+from lotus_nb.paper.paper_plan import PB, PAPER_BENCHMARKS, block_label
+from lotus_nb.paper.paper_tables import pcc_jsd_rf_authors, table_pcc_authors
+from lotus_nb.paper.published import ours_long, compare_published, GAP_METRICS
+from lotus_nb.methods.base import display_name
 
 SEEDS = (3407, 13, 12)
 # our registry names -> the authors' (their `method` param; SalUn had none in results.ipynb's list: kept under ours)

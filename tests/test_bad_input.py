@@ -3,7 +3,7 @@ import re, shutil, subprocess, sys, tempfile
 from pathlib import Path
 import pytest
 from helpers import papermill, show
-from lotus_nb.benchmark import run_benchmark
+from lotus_nb.running.benchmark import run_benchmark
 
 @pytest.fixture(scope='module')
 def done(tmp_path_factory):
@@ -55,7 +55,7 @@ def test_corrupt_checkpoint(out):
     assert sorted(p.name for p in (d/'checkpoints').iterdir()) == ckpts, "a model was trained before the check"
 
 def package_frames(text:str) -> list[str]:
-    """The traceback frames in `text` that lie in lotus_nb's modules (`.../lotus_nb/data.py:123`). Matched by module file, not
+    """The traceback frames in `text` that lie in lotus_nb's modules (`.../lotus_nb/data/datasets.py:123`). Matched by module file, not
     by the folder's name: papermill's first line names the input notebook, `<clone>/nbs/experiments.ipynb`, and a clone is
     often a folder named `lotus_nb` (`git clone .../lotus_nb.git`; GitHub Actions checks out into `.../lotus_nb/lotus_nb`)"""
     modules = '|'.join(sorted(p.stem for p in (Path(__file__).resolve().parent.parent/'lotus_nb').glob('*.py')))
@@ -95,11 +95,11 @@ def test_papermill_error_past_the_checks_keeps_its_stack(tmp_path):
     "Past the checks an error is no refused parameter (here the data is missing): papermill shows the notebook's traceback, frames of lotus_nb included"
     res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'fashionmnist', '-p', 'data_root', tmp_path/'no_such', '-p', 'out_dir', tmp_path/'res')
     assert res.returncode != 0 and 'FileNotFoundError: data folder' in res.stdout, show(res)
-    assert 'Cell In[' in res.stdout and 'lotus_nb/data.py' in res.stdout and '%tb' not in res.stdout, show(res)
+    assert 'Cell In[' in res.stdout and 'lotus_nb/data/datasets.py' in res.stdout and '%tb' not in res.stdout, show(res)
 
 def test_unwritable_out_dir_refused_before_any_data(tmp_path, monkeypatch):
     "run_benchmark refuses an out_dir under a regular file (root too) at once, naming the path and why, before any data is read"
-    import lotus_nb.benchmark as E
+    import lotus_nb.running.benchmark as E
     monkeypatch.setattr(E, 'prepare', lambda *a, **k: pytest.fail('data was read before out_dir was checked'))
     f = tmp_path/'a_file'; f.write_text('x')
     for out, what in [(f/'x', f'out_dir {f/"x"} cannot be created: {f} is a file'), (f, f'out_dir {f} exists and is not a folder')]:
@@ -114,7 +114,7 @@ def test_read_only_out_dir_refused_before_any_data():
     as root the check runs in a child that drops to an unprivileged user after importing"""
     base = Path(tempfile.mkdtemp()); base.chmod(0o755); ro = base/'ro'; ro.mkdir(); ro.chmod(0o555)
     code = f"""import os, sys
-import lotus_nb.benchmark as E
+import lotus_nb.running.benchmark as E
 E.prepare = lambda *a, **k: sys.exit('data was read before out_dir was checked')
 if os.geteuid() == 0: os.setgid(65534); os.setuid(65534)
 try: E.run_benchmark('digits', 'resnet18_small', seeds=[1], methods=['original', 'gold'], out_dir={str(ro/'x')!r}, progress=False)
@@ -129,7 +129,7 @@ def test_readme_api_reads_what_a_dataloader_yields():
     "`lotus_unlearn` (the README's call) on a user's DataLoaders: one whose sampler draws other items than its Dataset's is refused, naming the set, before anything is read or trained; one with a SubsetRandomSampler unlearns exactly that subset (lotus_nb 0.4.1 read its whole Dataset)"
     import copy, torch, torch.nn as nn
     from torch.utils.data import TensorDataset, DataLoader, Subset, WeightedRandomSampler, SubsetRandomSampler
-    from lotus_nb.lotus import lotus_unlearn
+    from lotus_nb.methods.lotus import lotus_unlearn
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(120, 1, 8, 8, generator=g), torch.arange(120) % 4
     ds, retain, unseen = TensorDataset(x, y), TensorDataset(x[20:100], y[20:100]), TensorDataset(x[100:], y[100:])
@@ -146,7 +146,7 @@ def test_readme_api_reads_what_a_dataloader_yields():
     assert not all(torch.equal(v, other[k]) for k, v in by_sampler.items()), "the check cannot tell one forget set from another"   # (the whole Dataset overlaps the retain set: refused)
 
 # ---------------------------------------------------------------- sets checked before any work
-# lotus_nb.loaders' check_disjoint, check_model_fits and memorisation_warning, through the README's call and `evaluate`.
+# lotus_nb.data.loaders' check_disjoint, check_model_fits and memorisation_warning, through the README's call and `evaluate`.
 # Wired into UnlearnTask (check_disjoint), unlearn (check_model_fits), lotus_unlearn (both, and memorisation_warning) and evaluate.
 
 @pytest.fixture(scope='module')
@@ -173,7 +173,7 @@ def _refused(call, model, match):
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items()), "the model changed"
 
 def _lotus(model, s, **kw):
-    from lotus_nb.lotus import lotus_unlearn
+    from lotus_nb.methods.lotus import lotus_unlearn
     return lambda: lotus_unlearn(model, s['forget'], s['retain'], s['unseen'], progress=False, epochs=1, **kw)
 
 def test_readme_call_refuses_a_forget_set_overlapping_the_retain_set(memorised):
@@ -204,7 +204,7 @@ def test_readme_call_refuses_inputs_the_model_cannot_take(memorised):
 def test_readme_call_warns_of_a_forget_set_the_model_never_trained_on(memorised):
     "A forget set drawn from held-out data: LoTUS runs, with a MemorisationWarning; a memorised one runs without"
     import copy, warnings, torch
-    from lotus_nb.model_checks import MemorisationWarning
+    from lotus_nb.models.model_checks import MemorisationWarning
     model, x, y = memorised
     before = copy.deepcopy(model.state_dict())
     with pytest.warns(MemorisationWarning, match='does not tell the forget set from the unseen set') as w:
@@ -217,7 +217,7 @@ def test_readme_call_warns_of_a_forget_set_the_model_never_trained_on(memorised)
 
 def test_evaluate_refuses_overlapping_sets(memorised):
     "evaluate: a forget set drawn from the test set, and a forget set overlapping the retain set, are refused, naming the sets"
-    from lotus_nb.metrics import evaluate
+    from lotus_nb.metrics.evaluation import evaluate
     model, x, y = memorised
     s = _sets(x, y, forget=(200, 220), retain=(0, 100), test=(200, 300), unseen=(100, 200))
     _refused(lambda: evaluate(model, s['forget'], s['retain'], s['test'], s['unseen']), model, 'the forget and test sets share 20 items')

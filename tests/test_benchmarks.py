@@ -66,8 +66,8 @@ def test_user_path_inputs():
     """The benchmark's user-path inputs take the paths they are named for: TensorDatasets and the deterministic torchvision-style Dataset are
     read into memory (MemorySplit, the same images as ours), the one with a random flip streams (DatasetSplit)"""
     import torch
-    from lotus_nb.loaders import MemorySplit
-    from lotus_nb.user_data import as_split, DatasetSplit
+    from lotus_nb.data.loaders import MemorySplit
+    from lotus_nb.data.user_data import as_split, DatasetSplit
     gs = load_script('gpu_speed')
     ts = gs.synthetic_splits(gs.SMALL, torch.device('cpu'))
     ours = torch.cat([x for x, _ in ts['forget'].loader(1024)])
@@ -82,8 +82,8 @@ def test_samples_trained():
     "samples_trained (the benchmark's samples/s numerator) against the samples that went forward through the student with gradients"
     import dataclasses, torch
     from torch.nn.modules.module import register_module_forward_pre_hook
-    from lotus_nb.methods import unlearn, method_config
-    from lotus_nb.demo import demo_task
+    from lotus_nb.methods.base import unlearn, method_config
+    from lotus_nb.methods.demo import demo_task
     gs = load_script('gpu_speed')
     f_orig, ts, task = demo_task('digits', epochs=1)
     seen = [0]
@@ -109,10 +109,10 @@ def test_evaluate_is_one_forward_pass():
     image of the four splits through the scored model exactly once, and no reference model runs. Counted, not timed."""
     import torch
     from torch.nn.modules.module import register_module_forward_pre_hook
-    from lotus_nb.demo import demo_task
-    from lotus_nb.models import reinit_copy
-    from lotus_nb.metrics import evaluate, reference_outputs
-    from lotus_nb.training import predict
+    from lotus_nb.methods.demo import demo_task
+    from lotus_nb.models.architectures import reinit_copy
+    from lotus_nb.metrics.evaluation import evaluate, reference_outputs
+    from lotus_nb.models.training import predict
     m, ts, _ = demo_task('digits', 'resnet18_tiny', epochs=1)
     f_gold, f_rand = reinit_copy(m, seed=1), reinit_copy(m, seed=2)
     ref = reference_outputs(ts['forget'], ts['unseen'], f_gold, m, f_rand)
@@ -131,19 +131,19 @@ def test_evaluate_is_one_forward_pass():
     assert seen == {id(m): n}, f"evaluate forwarded {seen} images (scored model: {id(m)}), one pass over the four splits is {n}"
 
 def test_import_time_smoke(tmp_path):
-    "benchmarks/import_time.py --repeat 1 on two parts: a row each and one for everything; lotus_nb.store loads no torch and lotus_nb.metrics fewer modules than lotus_nb.all"
+    "benchmarks/import_time.py --repeat 1 on two parts: a row each and one for everything; lotus_nb.running.store loads no torch and lotus_nb.metrics.evaluation fewer modules than lotus_nb.all"
     out = tmp_path/'imp.json'
-    res = run([sys.executable, ROOT/'benchmarks'/'import_time.py', '--repeat', '1', '--parts', 'lotus_nb.store', 'lotus_nb.metrics', '--json', out], env={'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'})
+    res = run([sys.executable, ROOT/'benchmarks'/'import_time.py', '--repeat', '1', '--parts', 'lotus_nb.running.store', 'lotus_nb.metrics.evaluation', '--json', out], env={'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'})
     assert res.returncode == 0, res.stdout[-5000:]
     rows = {r['module']: r for r in json.loads(out.read_text())}
-    assert list(rows) == ['lotus_nb.store', 'lotus_nb.metrics', 'lotus_nb.all'], list(rows)
-    assert rows['lotus_nb.store']['torch'] is False and rows['lotus_nb.store']['lotus_modules'] <= 4   # lotus_nb, store, metric_facts, registry
-    assert rows['lotus_nb.metrics']['lotus_modules'] < rows['lotus_nb.all']['lotus_modules'] and rows['lotus_nb.all']['torch']
+    assert list(rows) == ['lotus_nb.running.store', 'lotus_nb.metrics.evaluation', 'lotus_nb.all'], list(rows)
+    assert rows['lotus_nb.running.store']['torch'] is False and rows['lotus_nb.running.store']['lotus_modules'] <= 4   # lotus_nb, store, metric_facts, registry
+    assert rows['lotus_nb.metrics.evaluation']['lotus_modules'] < rows['lotus_nb.all']['lotus_modules'] and rows['lotus_nb.all']['torch']
 
 def test_authors_side_by_side_cpu_smoke(tmp_path):
     """benchmarks/authors_side_by_side.py --workload fashionmnist --small: the authors' LoTUS and evaluation, ours on TensorDatasets and on
     TensorSplits, one round each, the table and the profile; our two inputs give the same weights. A smoke run, never a timing"""
-    from lotus_nb.data import load_dataset
+    from lotus_nb.data.datasets import load_dataset
     try: load_dataset('fashionmnist', download=False)
     except FileNotFoundError: pytest.skip('Fashion-MNIST is not on this machine')
     res = run(['bash', ROOT/'tools'/'authors_checkout.sh', tmp_path/'authors'])

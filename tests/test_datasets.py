@@ -2,18 +2,18 @@
 ImageNet's folders and devkit labels, CIFAKE's file names): images and labels stay aligned through every split, the search
 order and the missing-data message, MUFAC's cleaning report, streaming from disk and resizing on the device. Hostile files:
 a planted CIFAR pickle is refused before it runs, annotation paths stay inside their dataset folder. The parts of the data
-package: one declared split interface, and the fixture writers (`lotus_nb.testing`) never imported at run time."""
+package: one declared split interface, and the fixture writers (`lotus_nb.core.testing`) never imported at run time."""
 import ast, os, pickle, subprocess, sys
 from pathlib import Path
 import numpy as np, pytest, torch
 from PIL import Image
 from fixtures import *
 from helpers import import_graph   # the repository's one import scanner: tools/import_graph.py
-import lotus_nb.data as D, lotus_nb.formats_idx as FI, lotus_nb.formats_cifar as FC, lotus_nb.formats_folders as FF
-import lotus_nb.mufac as MU
-from lotus_nb.data import load_dataset, dataset_defaults
-from lotus_nb.splits import dataset_splits, make_splits
-from lotus_nb.loaders import device_splits, unseen_split
+import lotus_nb.data.datasets as D, lotus_nb.data.formats_idx as FI, lotus_nb.data.formats_cifar as FC, lotus_nb.data.formats_folders as FF
+import lotus_nb.data.mufac as MU
+from lotus_nb.data.datasets import load_dataset, dataset_defaults
+from lotus_nb.data.splits import dataset_splits, make_splits
+from lotus_nb.data.loaders import device_splits, unseen_split
 
 @pytest.fixture(autouse=True)
 def only_test_folders(tmp_path_factory, monkeypatch):
@@ -327,10 +327,10 @@ def test_defaults_of_the_paper_datasets():
 
 def test_registration_is_the_one_source():
     "A dataset's benchmark defaults, official sizes, paper label and stand-in are registered with it, once: a dataset registered from outside the package is seen by benchmark_defaults, the preview, the paper's plans and labels, and the views built from them"
-    from lotus_nb.benchmark import BenchmarkSpec, BENCHMARK_DEFAULTS, benchmark_defaults, benchmark_augment
-    from lotus_nb.paper_plan import PB, STAND_INS, LABELS, plan_benchmark
-    from lotus_nb.preview import _shape
-    from lotus_nb.registry import registered
+    from lotus_nb.running.benchmark import BenchmarkSpec, BENCHMARK_DEFAULTS, benchmark_defaults, benchmark_augment
+    from lotus_nb.paper.paper_plan import PB, STAND_INS, LABELS, plan_benchmark
+    from lotus_nb.paper.preview import _shape
+    from lotus_nb.core.registry import registered
     with registered(D.DATASETS):                          # registered for this block only
         @D.register_dataset('outside', model='resnet18_small', img_size=20, augment='flip', train_images=700, heldout_images=70, num_classes=7,
                             in_chans=1, label='Out-7', in_paper=True, stand_in='digits',
@@ -351,7 +351,7 @@ def test_registration_is_the_one_source():
 
 def test_fashionmnist_dataset_and_benchmark_settings():
     "Fashion-MNIST loaded alone keeps its native 28 px and crop-and-flip augmentation; its embedded benchmark (the main job's) runs 2,500 images at 14 px without augmentation, both read from its one registration"
-    from lotus_nb.benchmark import benchmark_defaults, benchmark_augment
+    from lotus_nb.running.benchmark import benchmark_defaults, benchmark_augment
     dd, b = dataset_defaults('fashionmnist'), benchmark_defaults('fashionmnist', 'resnet18_small')
     assert (dd.img_size, dd.augment) == (28, 'crop_flip')
     assert (b['train_size'], b['img_size'], b['augment'], benchmark_augment('fashionmnist', 'resnet18_small')) == (2_500, 14, 'none', 'none')
@@ -359,7 +359,7 @@ def test_fashionmnist_dataset_and_benchmark_settings():
 
 def test_imagenet_forget_rule_through_a_benchmark(tmp_path):
     "BenchmarkSpec.data_options reaches the loader: the authors' fixed forget set is one override away, with its own setup"
-    from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, prepare
+    from lotus_nb.running.benchmark import BenchmarkSpec, resolve_spec, prepare
     write_imagenet(tmp_path, n_classes=2, per_class=50, val_per_class=10)
     seeded = prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path))), ['lotus'])
     first = prepare(resolve_spec(BenchmarkSpec('imagenet', data_root=str(tmp_path), data_options={'forget_rule': 'first'})), ['lotus'])
@@ -427,8 +427,8 @@ def test_mufac_csv_path_outside_is_refused(tmp_path, kind):
 
 def test_split_interface():
     "TensorSplit, FileSplit and DatasetSplit are Splits; a class with loader and subset counts too; the package asks isinstance, never hasattr"
-    from lotus_nb.loaders import Split, IndexSplit, TensorSplit, FileSplit
-    from lotus_nb.user_data import DatasetSplit, as_split
+    from lotus_nb.data.loaders import Split, IndexSplit, TensorSplit, FileSplit
+    from lotus_nb.data.user_data import DatasetSplit, as_split
     assert issubclass(TensorSplit, IndexSplit) and issubclass(FileSplit, IndexSplit) and issubclass(DatasetSplit, Split)
     class Mine:
         def loader(self, batch_size=128, train=False, seed=0, tags=None): return []
@@ -446,15 +446,15 @@ def _imports_of(path: Path) -> set:
     return {d for d, _ in import_graph.arrows(path, import_graph.modules(path.parent))}
 
 def test_data_parts_import_one_way():
-    "The data core imports no other lotus_nb module but the floors below it (registry, catalog, checks) (so no reader), nothing but tests and notebooks imports lotus_nb.testing"
+    "The data core imports no other lotus_nb module but the floors below it (registry, catalog, checks) (so no reader), nothing but tests and notebooks imports lotus_nb.core.testing"
     pkg = Path(D.__file__).parent
-    assert _imports_of(pkg/'data.py') == {'registry', 'catalog', 'checks'}   # Registry: the tables the readers fill (nbs/00a_registry.ipynb); the loader its resolvers call (19a_catalog); the checks of user input (00b_checks)
+    assert _imports_of(pkg/'data.py') == {'registry', 'catalog', 'checks'}   # Registry: the tables the readers fill (nbs/core/01_registry.ipynb); the loader its resolvers call (06_catalog); the checks of user input (02_checks)
     assert _imports_of(pkg/'registry.py') == set()            # which imports no lotus_nb module
     assert _imports_of(pkg/'checks.py') == set()              # nor do the checks
     importers = sorted(p.name for p in pkg.glob('*.py') if p.stem not in ('testing', '_modidx') and 'testing' in _imports_of(p))
-    assert importers == [], f"runtime modules import lotus_nb.testing: {importers}"
-    code = ("import sys, lotus_nb.benchmark, lotus_nb.grid; from lotus_nb.data import list_datasets; "   # list_datasets loads every reader
-            "names = ','.join(sorted(list_datasets())); print('lotus_nb.testing' in sys.modules, names)")
+    assert importers == [], f"runtime modules import lotus_nb.core.testing: {importers}"
+    code = ("import sys, lotus_nb.running.benchmark, lotus_nb.running.grid; from lotus_nb.data.datasets import list_datasets; "   # list_datasets loads every reader
+            "names = ','.join(sorted(list_datasets())); print('lotus_nb.core.testing' in sys.modules, names)")
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split() == ['False', 'cifake,cifar10,cifar100,digits,fashionmnist,imagenet,mufac,tinyimagenet'], res.stdout

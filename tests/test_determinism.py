@@ -1,7 +1,7 @@
 "The same benchmark run twice from scratch (separate checkpoint caches) gives exactly the same metrics"
 import pandas as pd
-from lotus_nb.benchmark import run_benchmark
-from lotus_nb.store import METRICS
+from lotus_nb.running.benchmark import run_benchmark
+from lotus_nb.running.store import METRICS
 
 def test_two_runs_identical(tmp_path):
     args = dict(seeds=[7], methods=['original', 'gold', 'finetune', 'lotus'], progress=False)

@@ -1,15 +1,15 @@
-"""The deviations ledger (nbs/19_deviations.ipynb, its rows in lotus_nb/deviations.csv): every registered method's defaults
+"""The deviations ledger (nbs/paper/76_deviations.ipynb, its rows in lotus_nb/paper/deviations.csv): every registered method's defaults
 recorded (a default changed without its ledger row fails here), and every switch a row offers exercised by its probe
 (tests/ledger_probes.py: the probes run the package's higher floors, so they run here, not in the chapter)"""
 import dataclasses, subprocess
 import pytest
 from ledger_probes import switch_probes, config_probe   # the probes are tests: tests/ledger_probes.py
 from helpers import ROOT
-from lotus_nb.deviations import DEFAULTS, DEVIATIONS, KINDS, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
-from lotus_nb.deviations import LEDGER_FILE, STAND_IN_SETUP, read_ledger
-from lotus_nb.deviations import PROTOCOL_ROWS, NOT_IN_PROTOCOL, check_protocol, protocol_switches, protocol_table
-from lotus_nb.methods import list_methods, method_config
-from lotus_nb.benchmark_spec import BenchmarkSpec
+from lotus_nb.paper.deviations import DEFAULTS, DEVIATIONS, KINDS, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
+from lotus_nb.paper.deviations import LEDGER_FILE, STAND_IN_SETUP, read_ledger
+from lotus_nb.paper.deviations import PROTOCOL_ROWS, NOT_IN_PROTOCOL, check_protocol, protocol_switches, protocol_table
+from lotus_nb.methods.base import list_methods, method_config
+from lotus_nb.running.benchmark_spec import BenchmarkSpec
 
 def test_ledger_matches_registry():
     "Every method, every config field, ResNet and ViT: the ledger's recorded default is the registry's"
@@ -45,7 +45,7 @@ def test_every_switch_changes_what_its_row_says():
     assert row('LoTUS', 'alpha on CIFAR-10 ResNet18') == ['(8.0, 32.0)', '(2.0, 2.0)']   # (instance, class) as the runner resolves them
 
 def test_a_switch_that_changes_nothing_fails():
-    from lotus_nb.deviations import Deviation
+    from lotus_nb.paper.deviations import Deviation
     with pytest.raises(AssertionError, match='has no probe'): check_switches(switch_probes(), [Deviation('X', 'y', '-', '-', '-', '-', 'z=1', 'our choice')])
     row = Deviation('SalUn', 'mask fraction k', '-', '-', '-', '-', 'mask_fraction=0.1', 'code over table')
     with pytest.raises(AssertionError, match='changes nothing'): check_switches({('SalUn', 'mask fraction k'): config_probe('salun', mask_fraction=0.1)}, [row])
@@ -53,13 +53,13 @@ def test_a_switch_that_changes_nothing_fails():
 def test_ledger_file_ships():
     "The rows are the package's deviations.csv, which MANIFEST.in puts in the sdist and (include_package_data) the wheel"
     assert LEDGER_FILE.parent.name == 'lotus_nb' and LEDGER_FILE.name == 'deviations.csv' and LEDGER_FILE.exists()
-    assert 'include lotus_nb/deviations.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
+    assert 'include lotus_nb/paper/deviations.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
     assert subprocess.run(['git', 'check-ignore', '-q', str(LEDGER_FILE)], cwd=ROOT).returncode == 1, "deviations.csv is git-ignored"
     assert read_ledger() == DEVIATIONS + STAND_IN_SETUP and len(DEVIATIONS) > 60 and STAND_IN_SETUP
     assert {r.kind for r in STAND_IN_SETUP} == {'stand-in'} and 'stand-in' not in {r.kind for r in DEVIATIONS}
 
 def test_ledger_imports_nothing_it_runs():
-    "The ledger is data: lotus_nb.deviations imports no module of the package at a higher floor than the ones its rows read, and runs no probe"
+    "The ledger is data: lotus_nb.paper.deviations imports no module of the package at a higher floor than the ones its rows read, and runs no probe"
     import ast, lotus_nb
     from pathlib import Path
     tree = ast.parse((Path(lotus_nb.__file__).parent/'deviations.py').read_text())
@@ -76,13 +76,13 @@ def test_every_fixed_defect_with_a_switch_is_in_the_authors_protocol(monkeypatch
     missing = [(r.topic, r.what) for r in rows if (r.topic, r.what) not in {**PROTOCOL_ROWS, **excluded}]
     assert missing == [], f"defects fixed whose switch the 'authors' protocol neither sets nor excludes: {missing}"
     assert len(check_protocol()) >= len(PROTOCOL_ROWS)   # every path resolves, is named by its row's switch, differs from ours
-    from lotus_nb.deviations import Deviation
+    from lotus_nb.paper.deviations import Deviation
     new = Deviation('UNSIR', 'a new defect', '-', '-', '-', '-', 'noise_steps=3', 'defect fixed')
     with pytest.raises(AssertionError, match='a new defect.*a defect fixed with a switch'):
         check_protocol(DEVIATIONS + stand_in_rows() + [new])
     two = {**PROTOCOL_ROWS, ('UNSIR', 'Adam steps on each noise batch'): ('methods.unsir.noise_steps', 'methods.unsir.noise_mode')}
     with pytest.raises(AssertionError, match='noise_mode is not a setting of'): check_protocol(covered=two)
-    from lotus_nb.benchmark_spec import PROTOCOLS
+    from lotus_nb.running.benchmark_spec import PROTOCOLS
     monkeypatch.setitem(PROTOCOLS['authors']['methods']['unsir'], 'noise_mode', 'train')   # a setting the protocol would not change
     with pytest.raises(AssertionError, match="noise_mode='train' is unsir's default already"): check_protocol(covered=two)
 

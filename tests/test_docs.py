@@ -14,7 +14,7 @@ import build_docs as bd
 from helpers import checkout_copy, run, script
 import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
-PAGES = ['index', '00_theory', '05_lotus', '06_metrics', '19_deviations']   # 00_theory: the figures (tau curve, histogram)
+PAGES = ['index', '37_theory', '36_lotus', '53_evaluation', '76_deviations']   # 37_theory: the figures (tau curve, histogram)
 no_chromium = pytest.mark.skipif(not Path(bd.CHROMIUM).exists(),
     reason=f"no Chromium at {bd.CHROMIUM} (Debian: apt-get install chromium, as tools/setup.sh does as root; or set CHROMIUM)")
 
@@ -96,11 +96,11 @@ def test_cell_that_raises_fails(tmp_path):
 
 def test_links_and_slugs():
     "Notebook links become nbdev's page names, site links become relative, headings get Pandoc's ids"
-    assert bd.page_name('05_lotus.ipynb') == 'lotus.html' and bd.page_name('index') == 'index.html'
+    assert bd.page_name('methods/36_lotus.ipynb') == 'lotus.html' and bd.page_name('index') == 'index.html'
     assert bd.slug('Seen vs unseen: entropy and accuracy on a trained model') == 'seen-vs-unseen-entropy-and-accuracy-on-a-trained-model'
     cfg = bd.config()
     site = cfg.doc_host + cfg.doc_baseurl
-    out = bd.link_html(f'<h2>Eq. (12), as printed</h2><a href="05_lotus.ipynb#the-authors-stop">a</a>'
+    out = bd.link_html(f'<h2>Eq. (12), as printed</h2><a href="methods/36_lotus.ipynb#the-authors-stop">a</a>'
                        f'<a href="{site}/metrics.html#evaluate">b</a><a href="https://pytorch.org/x.ipynb">c</a>')
     assert 'href="lotus.html#the-authors-stop"' in out and 'href="metrics.html#evaluate"' in out
     assert 'href="https://pytorch.org/x.ipynb"' in out and 'id="eq.-12-as-printed"' in out
@@ -141,7 +141,7 @@ def test_api_reference_on_pages(site):
     from bs4 import BeautifulSoup
     from lotus_nb._modidx import d as modidx
     out, _ = site
-    for mod in ('lotus_nb.lotus', 'lotus_nb.metrics', 'lotus_nb.theory'):
+    for mod in ('lotus_nb.methods.lotus', 'lotus_nb.metrics.evaluation', 'lotus_nb.methods.theory'):
         m = importlib.import_module(mod)
         names = [n for n in m.__all__ if inspect.isfunction(getattr(m, n)) or inspect.isclass(getattr(m, n))]
         assert names, mod
@@ -260,8 +260,8 @@ def test_readme_links_resolve():
         if 'github.io' in para: assert 'deploy.yaml' in para and host not in para, para
 
 def test_readme_link_check_can_fail():
-    links = readme_links('[a](nbs/00_theory.ipynb) [b](nbs/nope.ipynb#x) <a href="docs/x.png"> see https://lotus-nb.github.io/lotus_nb/')
-    assert links == ['nbs/00_theory.ipynb', 'nbs/nope.ipynb#x', 'docs/x.png', 'https://lotus-nb.github.io/lotus_nb/']
+    links = readme_links('[a](nbs/methods/37_theory.ipynb) [b](nbs/nope.ipynb#x) <a href="docs/x.png"> see https://lotus-nb.github.io/lotus_nb/')
+    assert links == ['nbs/methods/37_theory.ipynb', 'nbs/nope.ipynb#x', 'docs/x.png', 'https://lotus-nb.github.io/lotus_nb/']
 
 def _workflow(name:str) -> dict:
     import yaml

@@ -2,11 +2,11 @@
 import contextlib, os, subprocess, sys
 import numpy as np, pytest, torch
 from helpers import ROOT
-from lotus_nb.training import (FAST, path_stats, fast_path, fast_enabled, train_epoch, ce_loss, new_optimizer, accuracy_of,
+from lotus_nb.models.training import (FAST, path_stats, fast_path, fast_enabled, train_epoch, ce_loss, new_optimizer, accuracy_of,
                                fit, Recipe, set_seed, to_device)
-from lotus_nb.methods import unlearn, make_optimizer, method_config, UnlearnTask
-from lotus_nb.demo import demo_task
-from lotus_nb.models import create_model
+from lotus_nb.methods.base import unlearn, make_optimizer, method_config, UnlearnTask
+from lotus_nb.methods.demo import demo_task
+from lotus_nb.models.architectures import create_model
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA GPU')
 
@@ -44,7 +44,7 @@ def test_switch(demo):
     _, on = run('finetune', f_orig, task, True)
     assert off['plain_steps'] > 0 and not off.get('eager_steps') and not off.get('graph_steps')
     assert on['eager_steps'] + on.get('graph_steps', 0) + on.get('warm_steps', 0) == off['plain_steps'] and not on.get('plain_steps')
-    code = "from lotus_nb.training import FAST; print(FAST['mode'])"
+    code = "from lotus_nb.models.training import FAST; print(FAST['mode'])"
     out = {v: subprocess.run([sys.executable, '-c', code], cwd=ROOT, env={**os.environ, 'LOTUS_FAST': v}, capture_output=True,
                              text=True, check=True).stdout.strip() for v in ('0', '1', 'auto')}
     assert out == {'0': 'False', '1': 'True', 'auto': 'auto'}, out
@@ -87,7 +87,7 @@ def test_graphed_epoch_steps_on_the_graph_stream(demo, name):
     """Every eager step of a graphed epoch (warm-up, a batch of another shape, NegGrad+'s partial forget batch) runs through
     StepGraph._eager, on the graph's own stream: one on the current stream made torch warn that the AccumulateGrad node's
     stream did not match (the GPU test below counts the warning itself)"""
-    from lotus_nb.loops import StepGraph
+    from lotus_nb.models.loops import StepGraph
     f_orig, ts, task = demo
     calls, real = [], StepGraph._eager
     def counted(self, *a, **k): calls.append(1); return real(self, *a, **k)
@@ -103,8 +103,8 @@ def test_user_data_feeds_the_graphed_step(demo, how):
     memory budget or with a random transform is), feeds the same graphed step: replays from static buffers (emulated on the CPU)
     give exactly the eager fast path's weights, and the eager fast path the plain path's (float precision)"""
     from torch.utils.data import TensorDataset
-    from lotus_nb.loaders import MemorySplit
-    from lotus_nb.user_data import as_split, DatasetSplit
+    from lotus_nb.data.loaders import MemorySplit
+    from lotus_nb.data.user_data import as_split, DatasetSplit
     f_orig, ts, task = demo
     def user(s):   # the split as a practitioner holds it: normalised images and labels in a TensorDataset
         ds = TensorDataset(*map(torch.cat, zip(*s.loader(1024))))
@@ -130,7 +130,7 @@ def test_no_host_sync_in_the_loop(demo):
             loss = train_epoch(m, loader, loss_fn, opt, sync=False)
             acc = accuracy_of(m, ts['forget'], sync=False)
         assert torch.is_tensor(loss) and torch.is_tensor(acc)
-        import lotus_nb.lotus as L
+        import lotus_nb.methods.lotus as L
         real_epoch, real_acc, calls = L.train_epoch, L.accuracy_of, []
         def epoch(*a, **k):
             with no_host_sync(): calls.append(k.get('sync')); return real_epoch(*a, **k)
@@ -148,9 +148,9 @@ def test_no_host_sync_in_the_loop(demo):
 
 def cuda_task(n=2400, classes=10, seed=0):
     "Synthetic CIFAR-shaped data on the GPU, a random-init resnet18_small, and its LoTUS task"
-    from lotus_nb.data import ImageData
-    from lotus_nb.splits import make_splits
-    from lotus_nb.loaders import tensor_splits
+    from lotus_nb.data.datasets import ImageData
+    from lotus_nb.data.splits import make_splits
+    from lotus_nb.data.loaders import tensor_splits
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n,), generator=g)
     xh, yh = torch.randint(0, 256, (n//4, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n//4,), generator=g)
@@ -229,8 +229,8 @@ def test_autocast_follows_precision_and_fast_path(demo, monkeypatch):
     """With the CPU standing in for CUDA (`AUTOCAST_TYPES`), a spy in place of `torch.autocast('cuda')`: no region is entered with
     the fast path off (whatever precision was asked) nor in fp32 (the default), and regions are entered in bf16 with the fast path
     on (the check can fail), over LoTUS, SSD, UNSIR, SalUn and one evaluation"""
-    import lotus_nb.device as D
-    from lotus_nb.metrics import evaluate
+    import lotus_nb.core.device as D
+    from lotus_nb.metrics.evaluation import evaluate
     f_orig, ts, task = demo
     monkeypatch.setattr(D, '_cuda_autocast', _Spy); monkeypatch.setattr(D, 'AUTOCAST_TYPES', ('cuda', 'cpu'))
     def entered(prec, fast):
@@ -250,7 +250,7 @@ def test_only_device_builds_autocast():
 
 def test_lotus_fast_0_forces_fp32():
     "$LOTUS_FAST=0 with $LOTUS_PRECISION=bf16: a CUDA pass would run in fp32; with the fast path left on, in bf16; a bad value is refused"
-    code = "import lotus_nb.loops; from lotus_nb.device import precision_of; print(precision_of('cuda'))"
+    code = "import lotus_nb.models.loops; from lotus_nb.core.device import precision_of; print(precision_of('cuda'))"
     def out(fast, prec):
         return subprocess.run([sys.executable, '-c', code], cwd=ROOT, env={**os.environ, 'LOTUS_FAST': fast, 'LOTUS_PRECISION': prec},
                               capture_output=True, text=True)
@@ -262,7 +262,7 @@ def test_lotus_fast_0_forces_fp32():
 def test_keys_and_rows_carry_the_precision_that_runs(tmp_path):
     """$LOTUS_FAST=0 with precision='bf16': fp32 runs, so the spec, the checkpoint keys and the setup are fp32's (as with no bf16 asked),
     and a digits row records fp32; with the fast path on, a GPU plan's keys are bf16's, and on the CPU (run_grid's device) fp32's"""
-    code = ("import sys, lotus_nb.loops; from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, prepare, run_benchmark\n"
+    code = ("import sys, lotus_nb.models.loops; from lotus_nb.running.benchmark import BenchmarkSpec, resolve_spec, prepare, run_benchmark\n"
             "s = BenchmarkSpec('digits', 'resnet18_tiny', precision=sys.argv[1] or None); p = prepare(resolve_spec(s), ['gold'])\n"
             "r = run_benchmark('digits', 'resnet18_tiny', seeds=[1], methods=['gold'], out_dir=sys.argv[2], train_epochs=1,\n"
             "                  progress=False)\n"

@@ -4,13 +4,13 @@ an instance task and a class task of `demo_task`, changes the model's parameters
 a benchmark refuses a kind a method does not support, in one line naming the kinds it does."""
 import dataclasses, math
 import pytest, torch
-from lotus_nb.methods import METHODS, KINDS, list_methods, method_kinds, method_config, register_method, unlearn, Unlearned, frozen
-from lotus_nb.registry import registered
-from lotus_nb.demo import demo_task
-from lotus_nb.metrics import evaluate
-from lotus_nb.report import PAPER_METHODS
-from lotus_nb.benchmark_spec import BenchmarkSpec, resolve_spec, check_benchmark
-from lotus_nb.store import Store
+from lotus_nb.methods.base import METHODS, KINDS, list_methods, method_kinds, method_config, register_method, unlearn, Unlearned, frozen
+from lotus_nb.core.registry import registered
+from lotus_nb.methods.demo import demo_task
+from lotus_nb.metrics.evaluation import evaluate
+from lotus_nb.metrics.report import PAPER_METHODS
+from lotus_nb.running.benchmark_spec import BenchmarkSpec, resolve_spec, check_benchmark
+from lotus_nb.running.store import Store
 
 FIELD = {'cf_k': KINDS, 'eu_k': KINDS, 'l1_sparse': KINDS}   # name -> the kinds it supports (the issue's table)
 
@@ -65,7 +65,7 @@ def test_default_run_leaves_them_out():
 @pytest.mark.parametrize('name', list(FIELD))
 def test_search_space_and_budget(name):
     "The tuner's ranges hold the defaults of both architectures; the preview counts the config's epochs"
-    from lotus_nb.tuner import search_space
+    from lotus_nb.running.tuner import search_space
     space = search_space(name)
     assert 'epochs' in space and 'lr' in space
     for arch in ('resnet', 'vit'):

@@ -2,9 +2,9 @@
 import pandas as pd
 import pytest, torch
 from helpers import papermill, read_rows, show, outputs
-from lotus_nb.benchmark import BenchmarkSpec
-from lotus_nb.store import METRICS, KEY
-from lotus_nb.grid import run_grid
+from lotus_nb.running.benchmark import BenchmarkSpec
+from lotus_nb.running.store import METRICS, KEY
+from lotus_nb.running.grid import run_grid
 
 SPECS = [BenchmarkSpec('digits', 'resnet18_tiny', 0.1), BenchmarkSpec('digits', 'resnet18_tiny', forget_class=3)]
 ARGS = dict(seeds=[1, 2], methods=['original', 'gold', 'finetune', 'lotus'], progress=False)
@@ -55,9 +55,9 @@ def test_papermill_executor_ray(tmp_path):
 
 def test_figures_read_their_own_benchmarks_records(tmp_path):
     "Forget 10% and forget 50% of one dataset in one grid: each benchmark's figures draw its own runs' records (before 0.3 they shared one file)"
-    from lotus_nb.grid import find_benchmark
-    from lotus_nb.benchmark import prepare, resolve_spec
-    from lotus_nb.store import Store
+    from lotus_nb.running.grid import find_benchmark
+    from lotus_nb.running.benchmark import prepare, resolve_spec
+    from lotus_nb.running.store import Store
     specs = [BenchmarkSpec('digits', 'resnet18_tiny', f, train_epochs=2) for f in (.1, .5)]
     res = run_grid(specs, seeds=[1], methods=['original', 'gold', 'random_label', 'lotus'], out_dir=tmp_path, progress=False)
     store, sizes = Store(tmp_path), []
@@ -101,7 +101,7 @@ def test_papermill_dry_run_and_recipe(tmp_path):
     res = papermill(tmp_path/'r.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-y', 'methods: [original, gold]',
                     '-p', 'out_dir', tmp_path/'res', '-y', 'recipe: {epochs: 2, batch_size: 64, lr: 0.05}')
     assert res.returncode == 0, show(res)
-    from lotus_nb.training import load_checkpoint
+    from lotus_nb.models.training import load_checkpoint
     hist = [load_checkpoint(p)['meta']['history'] for p in (tmp_path/'res'/'checkpoints').glob('*.pt')]
     assert len(hist) == 2 and all(len(h) <= 2 for h in hist), [len(h) for h in hist]   # at most the recipe's 2 epochs
     res = papermill(tmp_path/'bad.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [5]', '-p', 'out_dir', tmp_path/'res2', '-y', 'recipe: {epoch: 2}')

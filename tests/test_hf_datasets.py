@@ -5,8 +5,8 @@ from torch.utils.data import TensorDataset
 datasets = pytest.importorskip('datasets')
 from PIL import Image
 from torchvision.transforms import ToTensor
-from lotus_nb.lotus import lotus_unlearn
-from lotus_nb.metrics import evaluate
+from lotus_nb.methods.lotus import lotus_unlearn
+from lotus_nb.metrics.evaluation import evaluate
 
 def _mlp(d_in, k=3):
     torch.manual_seed(0)

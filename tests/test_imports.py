@@ -9,7 +9,7 @@ SAMPLE = '''
 import os, numpy as np
 from .data import load_dataset
 from . import checks
-from lotus_nb.registry import Registry
+from lotus_nb.core.registry import Registry
 import importlib
 NAMES = ('pkg.alpha', 'pkg.beta')
 class C:
@@ -33,7 +33,7 @@ def test_scanner_sees_every_form():
     got = [(i.module, i.how, i.lazy, i.scope, i.via) for i in import_graph.scan(SAMPLE, 'pkg')]
     assert got == [('os', 'import', False, None, None), ('numpy', 'import', False, None, None),
                    ('pkg.data', 'from', False, None, None), ('pkg', 'from', False, None, None),
-                   ('lotus_nb.registry', 'from', False, None, None), ('importlib', 'import', False, None, None),
+                   ('lotus_nb.core.registry', 'from', False, None, None), ('importlib', 'import', False, None, None),
                    ('pkg.store', 'from', False, 'C', None), ('pkg.gamma', 'import', True, 'C.m', None),
                    ('pkg.training', 'from', True, 'f', None), ('pkg.delta', 'import_module', True, 'f', None),
                    ('pkg.alpha', 'loader', True, 'f', 'NAMES'), ('pkg.beta', 'loader', True, 'f', 'NAMES'),
@@ -65,7 +65,7 @@ def test_no_loop_no_upward_import():
 
 def test_the_loader_tuple_is_shown_as_such():
     "The catalog's loader is the one place modules are imported by names from a tuple; the tool prints each arrow of it, as plugins loaded by name"
-    from lotus_nb.catalog import BUILTIN_PLUGINS
+    from lotus_nb.core.catalog import BUILTIN_PLUGINS
     g = import_graph.graph()
     loaders = {m: v['loader'] for m, v in g.items() if not m.startswith('__') and v['loader']}
     assert loaders == {'catalog': sorted((b.split('.')[1], 'BUILTIN_PLUGINS') for b in BUILTIN_PLUGINS)}, loaders
@@ -83,7 +83,7 @@ def test_optional_imports_are_extras():
 def test_no_module_loads_the_catalog_when_imported():
     "Importing any one module of lotus_nb (but lotus_nb.all) leaves the built-ins and plugins unloaded: only a resolved name loads them"
     mods = [m for m in import_graph.modules() if m != 'all']
-    code = ("import importlib, sys\nfrom lotus_nb.catalog import _LOAD\n"
+    code = ("import importlib, sys\nfrom lotus_nb.core.catalog import _LOAD\n"
             f"for m in {mods!r}:\n    importlib.import_module('lotus_nb.' + m)\n    assert not _LOAD['done'], m\nprint('ok')")
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT)}
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=600)

@@ -3,11 +3,11 @@ import os, signal, subprocess, sys, time
 import pandas as pd
 import pytest
 from helpers import ROOT, read_rows
-from lotus_nb.benchmark import run_benchmark
+from lotus_nb.running.benchmark import run_benchmark
 
 SEEDS, METHODS = [1, 2, 3], ['original', 'gold', 'finetune', 'lotus']
 ARGS = dict(seeds=SEEDS, methods=METHODS, progress=False)
-CODE = ("import sys; from lotus_nb.benchmark import run_benchmark; "
+CODE = ("import sys; from lotus_nb.running.benchmark import run_benchmark; "
         f"run_benchmark('digits', 'resnet18_small', seeds={SEEDS}, methods={METHODS}, out_dir=sys.argv[1], progress=False)")
 
 def rows(path) -> int:

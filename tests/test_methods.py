@@ -1,9 +1,9 @@
 "Every registered method, on tiny data: the original is left untouched, the result is a new model in eval mode, no batch of size 1"
 import dataclasses
 import pytest, torch
-from lotus_nb.methods import list_methods, method_config, unlearn
-from lotus_nb.demo import demo_task
-from lotus_nb.training import Recipe
+from lotus_nb.methods.base import list_methods, method_config, unlearn
+from lotus_nb.methods.demo import demo_task
+from lotus_nb.models.training import Recipe
 
 EXPECTED = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir',
             'salun', 'lotus', 'lotus_salun', 'cf_k', 'eu_k', 'l1_sparse']   # the default run's, then the field's run when named

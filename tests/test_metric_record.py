@@ -1,4 +1,4 @@
-"""Each metric is one record (lotus_nb.metric_facts): the tables, the lists read from it and the cache key of rows.
+"""Each metric is one record (lotus_nb.metrics.metric_facts): the tables, the lists read from it and the cache key of rows.
 The tables of one benchmark's rows are compared with those the code gave before the record held the tables' rows
 (tests/data/report_tables_before.json, written by `python tests/test_metric_record.py --write` on that code)."""
 import json, sys
@@ -10,8 +10,8 @@ RESOURCES = {'steps': 100, 'peak_mem_mb': 512., 'peak_rss_mb': 2048.}
 
 def rows() -> pd.DataFrame:
     "Three seeds of every paper method, Gold and the Original, every built-in metric drawn from a fixed generator"
-    from lotus_nb.report import paper_methods
-    from lotus_nb.methods import role_method
+    from lotus_nb.metrics.report import paper_methods
+    from lotus_nb.methods.base import role_method
     rng, out = np.random.default_rng(7), []
     methods = [*paper_methods(), role_method('original')]
     for m in methods:
@@ -30,7 +30,7 @@ def _plain(t: pd.DataFrame) -> dict:
 
 def lists() -> dict:
     "Every list of metrics that the tables read, as plain JSON"
-    import lotus_nb.report as R, lotus_nb.metrics as M, lotus_nb.store as S, lotus_nb.published as P, lotus_nb.ablation_study as A
+    import lotus_nb.metrics.report as R, lotus_nb.metrics.evaluation as M, lotus_nb.running.store as S, lotus_nb.paper.published as P, lotus_nb.paper.ablation_study as A
     names = ('MAIN_ROWS', 'EXTRA_ROWS', 'PAPER_ROWS', 'LOGGED_DIGITS', 'CERTAIN_ROWS', 'SUPP_ROWS', 'SUPP_RANKED', 'SUPP_LABELS',
              'EXTRA_MIA', 'LOGGED_ROUNDING', 'PAPER_SCALE')
     out = {n: json.loads(json.dumps(getattr(R, n))) for n in names}
@@ -40,8 +40,8 @@ def lists() -> dict:
 
 def tables() -> dict:
     "report_tables of rows(), with tab:avg_gap by our aggregation on MAIN_ROWS and the authors' aggregation"
-    from lotus_nb.paper_tables import report_tables, table_avg_gap
-    from lotus_nb.report import MAIN_ROWS, aggregate_authors
+    from lotus_nb.paper.paper_tables import report_tables, table_avg_gap
+    from lotus_nb.metrics.report import MAIN_ROWS, aggregate_authors
     r = rows()
     out = {k: _plain(t) for k, t in report_tables(r).items()}
     out['avg_gap_ours'], out['avg_gap_main'] = _plain(table_avg_gap(r)), _plain(table_avg_gap(r, MAIN_ROWS))
@@ -64,12 +64,12 @@ import pytest
 @pytest.mark.parametrize('tables', [None, ('main',)])
 def test_plugin_metric_goes_where_its_record_says(tmp_path, tables):
     "A metric a plugin registers once is in the results rows, in the table its record names (default: '_extra') and in what the tracker gets"
-    from lotus_nb.registry import registered, registering
-    from lotus_nb.metrics import METRIC_FNS, register_metric
-    from lotus_nb.benchmark import run_benchmark
-    from lotus_nb.paper_tables import report_tables, table_avg_gap
-    from lotus_nb.tracking import Tracker
-    from lotus_nb.methods import display_name
+    from lotus_nb.core.registry import registered, registering
+    from lotus_nb.metrics.evaluation import METRIC_FNS, register_metric
+    from lotus_nb.running.benchmark import run_benchmark
+    from lotus_nb.paper.paper_tables import report_tables, table_avg_gap
+    from lotus_nb.running.tracking import Tracker
+    from lotus_nb.methods.base import display_name
 
     class Memo(Tracker):   # keeps what it is sent
         name = 'memo'
@@ -97,9 +97,9 @@ def test_plugin_metric_goes_where_its_record_says(tmp_path, tables):
 
 def test_metric_version_enters_setup_key():
     "A metric's version, once set, changes the rows' setup key (their models' keys stay); no version keeps the key of before"
-    from lotus_nb.registry import registered
-    from lotus_nb.metrics import METRIC_FNS, register_metric
-    from lotus_nb.benchmark_spec import BenchmarkSpec, resolve_spec, prepare
+    from lotus_nb.core.registry import registered
+    from lotus_nb.metrics.evaluation import METRIC_FNS, register_metric
+    from lotus_nb.running.benchmark_spec import BenchmarkSpec, resolve_spec, prepare
     spec = resolve_spec(BenchmarkSpec('digits', 'resnet18_tiny', 0.1, train_epochs=1))
     before = prepare(spec, ['lotus'])
     with registered(METRIC_FNS):

@@ -15,22 +15,22 @@ import refresh_outputs as ro
 
 # The chapters that run in a few seconds each under refresh_outputs: seconds of wall time, process start included,
 # measured one at a time (OMP_NUM_THREADS=1) on the 2-core machine; two at a time they take about 1.5 minutes (3 when
-# the machine is busy). The others (index 39 s, 08b_benchmark 36 s, 20_grid 32 s, 05_lotus 21 s, 02, 11, 12, 16, 17 at
+# the machine is busy). The others (index 39 s, 63_benchmark 36 s, 61_grid 32 s, 36_lotus 21 s, 02, 11, 12, 16, 17 at
 # about 15 s, 18, 21, 25 and the 01a-01h data chapters at 5-13 s) are refreshed by the same command and run by
 # nbdev_test (tests/test_notebooks.py, which skips those named here: they run here), but not compared here.
-CHEAP = {'00_theory': 20, '00a_registry': 10, '01_data': 4, '01b_splits': 8, '01d_loaders': 9, '01f_formats_cifar': 5, '01h_mufac': 6, '01i_hf_datasets': 10, '04_methods': 7, '06_metrics': 10, '07_report': 7, '07a_store': 6, '07b_tracking': 14,
-         '09_gold': 10, '10_finetune': 9, '13_bad_teacher': 11, '14_scrub': 11, '15_ssd': 10, '19_deviations': 5,
-         '19a_catalog': 5, '20a_cluster': 10, '22_paper_tables': 7, '23_gradcam': 8, '24_hashing': 8, '26_ablation_study': 10,
-         '27_published': 6}
+CHEAP = {'37_theory': 20, '01_registry': 10, '10_datasets': 4, '16_splits': 8, '18_loaders': 9, '12_formats_cifar': 5, '14_mufac': 6, '15_hf_datasets': 10, '32_base': 7, '53_evaluation': 10, '54_report': 7, '56_store': 6, '57_tracking': 14,
+         '38_gold': 10, '39_finetune': 9, '42_bad_teacher': 11, '43_scrub': 11, '44_ssd': 10, '76_deviations': 5,
+         '06_catalog': 5, '62_cluster': 10, '71_paper_tables': 7, '30_gradcam': 8, '22_hashing': 8, '74_ablation_study': 10,
+         '75_published': 6}
 
 # ---------------------------------------------------------------- the chapters' stored outputs are fresh
 
 # The chapters whose outputs show trained models: their digits follow the CPU's arithmetic (measured: HEAD a120f0f's stored
 # outputs were stale on an AMD EPYC machine in exactly these, with the same code and libraries; see tools/refresh_outputs.py).
 # They are compared where the machine's arithmetic is the one that stored them (numerics_fingerprint), the others everywhere.
-# 23_gradcam too: its Grad-CAM figure differed in 16.6% of its pixels (by up to 11 levels of 255) on an AMD EPYC machine (AVX512)
+# 30_gradcam too: its Grad-CAM figure differed in 16.6% of its pixels (by up to 11 levels of 255) on an AMD EPYC machine (AVX512)
 # whose fingerprint was the stored one, while the machines CI ran on matched the stored figure.
-MACHINE_DEPENDENT = {'00_theory', '06_metrics', '09_gold', '10_finetune', '13_bad_teacher', '14_scrub', '15_ssd', '20a_cluster', '23_gradcam'}
+MACHINE_DEPENDENT = {'37_theory', '53_evaluation', '38_gold', '39_finetune', '42_bad_teacher', '43_scrub', '44_ssd', '62_cluster', '30_gradcam'}
 
 @pytest.fixture(scope='module')
 def same_numerics() -> tuple:
@@ -63,7 +63,7 @@ def test_chapter_outputs_up_to_date(fresh, same_numerics, name):
                        f"`python tools/refresh_outputs.py {name}` (or every chapter: `python tools/refresh_outputs.py`)\n"
                        + '\n'.join(probs)[:6000])
 
-SOURCE_DEPENDENT = ['27_published']   # chapters that read the paper's .tex when $LOTUS_NB_PAPER_TEX names it
+SOURCE_DEPENDENT = ['75_published']   # chapters that read the paper's .tex when $LOTUS_NB_PAPER_TEX names it
 
 @pytest.mark.parametrize('name', SOURCE_DEPENDENT)
 def test_outputs_hold_without_the_paper_source(monkeypatch, name):
@@ -158,7 +158,7 @@ def test_failure_leaves_notebook_unchanged(tmp_path):
 def test_papermill_notebooks_skipped():
     "The papermill notebooks (skip_exec) are not chapters, and the tool skips them as nbdev_test does"
     names = {p.name for p in ro.chapters()}
-    assert 'index.ipynb' in names and '05_lotus.ipynb' in names
+    assert 'index.ipynb' in names and 'methods/36_lotus.ipynb' in names
     assert not names & {'experiments.ipynb', 'paper.ipynb', 'ablations.ipynb', 'privacy_audit.ipynb'}
     assert ro.execute(ROOT/'nbs'/'experiments.ipynb')['status'] == 'skipped'
 

@@ -90,7 +90,7 @@ def test_license_in_sdist_and_wheel(tmp_path):
         assert not [f for f in DIST_FILES if f'{top}/{f}' not in names], sorted(names)
         assert tf.extractfile(f'{top}/LICENSE').read() == (ROOT/'LICENSE').read_bytes()
         data = package_data()
-        assert {'lotus_nb/published.csv', 'lotus_nb/deviations.csv'} <= set(data), data
+        assert {'lotus_nb/paper/published.csv', 'lotus_nb/paper/deviations.csv'} <= set(data), data
         assert [tf.extractfile(f'{top}/{f}').read() for f in data] == [(ROOT/f).read_bytes() for f in data]
     with zipfile.ZipFile(wheel) as zf:
         assert zf.read(f'{top}.dist-info/licenses/LICENSE') == (ROOT/'LICENSE').read_bytes()
@@ -186,7 +186,7 @@ def test_fresh_install(tmp_path):
         # 3. index.ipynb's API example, then a missing engine's message, with cwd outside the repository
         # (-I: no PYTHONPATH, user site or script folder on sys.path, so only the venv's copy can be imported)
         script = work/'api_example.py'
-        script.write_text(api_example() + "\n\nimport lotus_nb\nfrom lotus_nb.data import optional_import\n"
+        script.write_text(api_example() + "\n\nimport lotus_nb\nfrom lotus_nb.data.datasets import optional_import\n"
                           "try: optional_import('ray', 'ray')\n"
                           "except ImportError as e: assert 'pip install \"lotus_nb[ray]\"' in str(e), e\n"
                           "else: raise AssertionError('ray imported in a plain install')\n"

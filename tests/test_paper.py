@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 from helpers import run_nb, show, read_rows
-from lotus_nb.store import KEY, METRICS
+from lotus_nb.running.store import KEY, METRICS
 
 # every table and figure of the paper
 LABELS = ['tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:imagenet', 'tab:hyperparams', 'tab:avg_gap_supp', 'tab:pcc',
@@ -25,7 +25,7 @@ def built(tmp_path_factory):
 def test_tracker_mirrors_every_notebooks_rows(built):
     "paper.ipynb passes `tracking` to the notebooks of part 4: every row of the shared store, whichever notebook wrote it, is one MLflow run"
     mlflow = pytest.importorskip('mlflow')
-    from lotus_nb.store import Store, row_id
+    from lotus_nb.running.store import Store, row_id
     c = mlflow.MlflowClient(f"sqlite:///{built/'mlflow.db'}")
     runs = c.search_runs([c.get_experiment_by_name('lotus_nb').experiment_id], max_results=5000)
     keys = sorted(r.data.tags['lotus_nb.row'] for r in runs if r.data.tags['lotus_nb.kind'] == 'row')
@@ -56,8 +56,8 @@ def test_every_artifact_is_built_or_explained(built):
 
 def test_tables_have_the_papers_shape(built):
     "tab:avg_gap as the paper prints it: its ten columns, its six blocks in order (the ViT and MUFAC ones empty: no stand-in), extras apart"
-    from lotus_nb.report import PAPER_METHODS, MISSING
-    from lotus_nb.methods import display_name
+    from lotus_nb.metrics.report import PAPER_METHODS, MISSING
+    from lotus_nb.methods.base import display_name
     t = pd.read_csv(built/'tables'/'avg_gap.csv', index_col=0)
     assert list(t.columns) == [display_name(m) for m in PAPER_METHODS], t.columns
     blocks = ['ViT TinyIN', 'ViT C-100', 'ViT MUFAC', 'RN18 TinyIN', 'RN18 C-100', 'RN18 MUFAC']
@@ -78,7 +78,7 @@ def test_tables_have_the_papers_shape(built):
 def test_figures_draw_their_own_runs(built):
     "fig:tau and fig:streisand draw the records of the main benchmark's own runs (forget 10%), never those of tab:fifty's forget 50% of the same setup"
     import numpy as np
-    from lotus_nb.store import Store, row_id
+    from lotus_nb.running.store import Store, row_id
     store = Store(built)
     rows = store.read()
     assert (rows.forget_pct == .5).any() and (rows.forget_pct == .1).any(), "both forget sets ran in one store: the case that used to collide"

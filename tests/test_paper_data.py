@@ -9,10 +9,10 @@ import numpy as np, pytest, torch
 from helpers import ROOT
 sys.path.insert(0, str(ROOT/'tools'))
 import paper_data as PD
-from lotus_nb.data import load_dataset, dataset_defaults
-from lotus_nb.testing import label_of, write_cifar10
-from lotus_nb.mufac import MUFAC_CLEAN_SIZES
-from lotus_nb.formats_folders import IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT
+from lotus_nb.data.datasets import load_dataset, dataset_defaults
+from lotus_nb.core.testing import label_of, write_cifar10
+from lotus_nb.data.mufac import MUFAC_CLEAN_SIZES
+from lotus_nb.data.formats_folders import IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT
 
 FRACTION = 0.005   # CIFAR: 25 + 5 images per class; TinyImageNet: 2-3 per class; ImageNet: 5 classes of 60 images at about 400 x 350 px
 
@@ -54,8 +54,8 @@ def test_the_paper_named_classes_resolve(written):
     """The classes the paper forgets by name (tab:class: TinyImageNet's pizza, CIFAR-100's beaver) are named so in the
     written trees, and each class-unlearning benchmark of the paper resolves its class there (the whole-paper rehearsal
     stopped on 'unknown class pizza' before)"""
-    from lotus_nb.benchmark_spec import resolve_class
-    from lotus_nb.paper_plan import PAPER_BENCHMARKS
+    from lotus_nb.running.benchmark_spec import resolve_class
+    from lotus_nb.paper.paper_plan import PAPER_BENCHMARKS
     out, _ = written
     assert {n: set(v.values()) for n, v in PD.NAMED.items()} == PD.paper_named_classes()
     for pb in PAPER_BENCHMARKS['tab:class']:
@@ -133,7 +133,7 @@ def test_learnable_at_each_resolution(name, side, first, classes, least):
     (CIFAR-100's side), 0.58-0.70 (TinyImageNet's), 0.77-0.88 (MUFAC's); chance 0.05, 0.05, 0.125. `least` is 7x and 4x chance."""
     from sklearn.linear_model import LogisticRegression
     import torch.nn.functional as F
-    from lotus_nb.testing import label_image
+    from lotus_nb.core.testing import label_image
     y = np.random.RandomState(0).randint(0, classes, 600) + first
     x = torch.from_numpy(np.stack([label_image(int(l), side, i, None, PD.NOISE[name], PD.JITTER) for i, l in enumerate(y)])).permute(0, 3, 1, 2)
     assert torch.equal(label_of(x), torch.as_tensor(y))

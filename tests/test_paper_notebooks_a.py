@@ -1,14 +1,14 @@
 """nbs/class_unlearning.ipynb (tab:class, fig:gradcams) and nbs/data_analysis.ipynb (fig:hash_diff, fig:mufac_examples,
 fig:mufac_classes) run by papermill in reduced form: the artifacts, their manifest entries, and the notes on missing data."""
 import json
-from lotus_nb.report import PAPER_METHODS, MISSING, OURS_AVG_GAP
-from lotus_nb.methods import display_name
+from lotus_nb.metrics.report import PAPER_METHODS, MISSING, OURS_AVG_GAP
+from lotus_nb.methods.base import display_name
 import numpy as np
 import pandas as pd
 import pytest
 from helpers import run_nb, outputs, show, read_rows
 from fixtures import write_cifar10, write_mufac
-from lotus_nb.data import HOW_TO_GET
+from lotus_nb.data.datasets import HOW_TO_GET
 
 PNG = b'\x89PNG\r\n\x1a\n'
 
@@ -136,8 +136,8 @@ def test_hash_diff_embedded(analysis_embedded):
     assert set(t.dataset) == {'digits (for C-10, C-100)', 'F-MNIST (for TinyIN)'}
     import imagehash
     from PIL import Image
-    from lotus_nb.data import load_dataset
-    from lotus_nb.splits import dataset_splits
+    from lotus_nb.data.datasets import load_dataset
+    from lotus_nb.data.splits import dataset_splits
     d = load_dataset('digits'); sp = dataset_splits(d, 0.1, 3407)                 # the first paper seed draws the forget set
     h = lambda idx: [imagehash.phash(Image.fromarray(d.x_train[i, 0].numpy())) for i in idx]
     hf, hr = h(sp.forget), h(sp.retain)

@@ -1,12 +1,12 @@
 """nbs/unseen_sets.ipynb (tab:cifar) and nbs/ablations.ipynb (tab:gumbel, tab:alpha_search, tab:lotus_salun, fig:retain_sweep)
 run by papermill in reduced form: the artifacts, their manifest entries, the rows in the shared store, and CIFAKE missing or present."""
 import json
-from lotus_nb.report import PAPER_METHODS, MISSING
-from lotus_nb.methods import display_name
+from lotus_nb.metrics.report import PAPER_METHODS, MISSING
+from lotus_nb.methods.base import display_name
 import pandas as pd
 import pytest
 from helpers import run_nb, outputs, show, read_rows
-from lotus_nb.store import Store, row_id
+from lotus_nb.running.store import Store, row_id
 from fixtures import write_cifar10, write_cifake
 
 QUICK = ['-y', 'seeds: [1]', '-p', 'train_epochs', '3', '-y', 'benchmarks: [cifar10/resnet18]']
@@ -96,8 +96,8 @@ def test_ablation_artifacts(paper_dir):
     e = manifest(out, 'fig:retain_sweep')
     assert (out/e['files']['png']).stat().st_size > 0 and (out/e['files']['pdf']).exists()
     tg = pd.read_csv(out/'tables'/'gumbel.csv', index_col=0)
-    from lotus_nb.paper_plan import PAPER_BENCHMARKS, block_label
-    from lotus_nb.paper_tables import GUMBEL_ROWS
+    from lotus_nb.paper.paper_plan import PAPER_BENCHMARKS, block_label
+    from lotus_nb.paper.paper_tables import GUMBEL_ROWS
     assert list(tg.columns) == [block_label(pb) for pb in PAPER_BENCHMARKS['tab:gumbel']] and list(tg.index) == GUMBEL_ROWS, tg   # the paper's grid
     assert (tg['RN18 C-10'] != '—').all() and (tg['ViT TinyIN'] == '—').all(), tg   # digits stands in for C-10 with RN18; ViT has no stand-in
     ta = pd.read_csv(out/'tables'/'alpha_search.csv', index_col=0)
@@ -180,7 +180,7 @@ def test_cifake_missing_then_present(tmp_path):
     assert vs[(vs.method == 'lotus') & (vs.unseen == 'cifake') & (vs.arch == 'RN18')].ours.notna().any(), "LoTUS with CIFAKE as D_u"
     # ...with the authors' set-up behind it: their network and recipe trained the models, and the rows carry their metric scales
     import torch
-    from lotus_nb.training import load_checkpoint
+    from lotus_nb.models.training import load_checkpoint
     ck = load_checkpoint(next((out/'checkpoints').rglob('orig*')))
     assert any('identity_conv' in k for k in ck['state_dict']), "the authors' ResNet18: a 1x1 convolution on every shortcut"
     h = ck['meta']['history']

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 import torch
 from helpers import ROOT, EXPERIMENTS_NB, ONE_THREAD, papermill, read_rows, show, run, run_nb, outputs
-from lotus_nb.store import COLUMNS
-from lotus_nb.methods import list_methods
-from lotus_nb.methods import display_name
+from lotus_nb.running.store import COLUMNS
+from lotus_nb.methods.base import list_methods
+from lotus_nb.methods.base import display_name
 
 PAPER_GAP_KEYS = ['mia', 'acc_forget', 'acc_retain', 'acc_test']   # the paper's Avg Gap: these four gaps to f_gold, averaged
 METHODS = list_methods(default_run=True)   # the notebook's default: every method of the default run, references included
@@ -46,10 +46,10 @@ def test_gold_against_an_independent_retraining(run_digits):
     """Gold's row is f_gold scored against itself: its Avg Gap and JSD are 0 by definition. The check that can fail: the row holds
     the cached f_gold's own metrics, and a second retraining (the gold recipe on the same D_r, another seed) is another model, whose
     JSD to f_gold (recomputed here from both models' outputs) and Avg Gap are not 0"""
-    from lotus_nb.benchmark import BenchmarkSpec, prepare, resolve_spec
-    from lotus_nb.runner import seed_context
-    from lotus_nb.methods import unlearn
-    from lotus_nb.store import Store
+    from lotus_nb.running.benchmark import BenchmarkSpec, prepare, resolve_spec
+    from lotus_nb.running.runner import seed_context
+    from lotus_nb.methods.base import unlearn
+    from lotus_nb.running.store import Store
     _, res_dir, _ = run_digits
     seed, store = SEEDS[0], Store(res_dir)
     ckpts = sorted(store.checkpoints.iterdir())
@@ -100,7 +100,7 @@ def test_best_and_second(run_digits):
     """The bold (best, every tie) and underlined (the next value) cells of the Avg Gap tables, recomputed from the rows: the paper-shaped
     table by the authors' aggregation (results.ipynb cell 0: values rounded as logged, means rounded to 2, Avg Gap the mean of the gaps of
     the rounded means, JSD the authors' formula x1e4), the _extra table by ours (the mean of the rows' per-seed values); the references are not ranked"""
-    from lotus_nb.report import PAPER_METHODS, OURS_AVG_GAP
+    from lotus_nb.metrics.report import PAPER_METHODS, OURS_AVG_GAP
     _, res_dir, _ = run_digits
     df = read_rows(res_dir/'results.csv')
     assert df[~df.method.isin(['original', 'gold'])].method.nunique() >= 2
@@ -236,7 +236,7 @@ def test_parameters_reach_notebook(tmp_path):
 def test_tinyimagenet_from_its_tree(tmp_path):
     """`-p dataset tinyimagenet -p data_root DIR -p train_epochs 1` on a folder in the standard `tiny-imagenet-200/`
     layout: the paper's defaults (ResNet18 with the CIFAR stem, 64 px) run end to end on CPU"""
-    from lotus_nb.testing import write_tinyimagenet
+    from lotus_nb.core.testing import write_tinyimagenet
     data = tmp_path/'data'; write_tinyimagenet(data, n_classes=3, per_class=6, n_val=9)
     res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'tinyimagenet', '-p', 'data_root', data, '-p', 'train_epochs', '1',
                     '-y', 'seeds: [3407]', '-y', 'methods: [original, gold, finetune, lotus]', '-p', 'out_dir', tmp_path/'res',
@@ -256,7 +256,7 @@ def test_protocol_authors_rehearsal(tmp_path):
     res = papermill(tmp_path/'out.ipynb', '-p', 'protocol', 'authors', '-p', 'fast_dev_run', '1',
                     '-y', 'seeds: [1]', '-y', 'methods: [original, gold, neggrad_plus, lotus]', '-p', 'out_dir', tmp_path/'res')
     assert res.returncode == 0, show(res)
-    from lotus_nb.store import Store
+    from lotus_nb.running.store import Store
     store = Store(tmp_path/'res'/'rehearsal'); rows = store.read()
     assert sorted(rows.method) == ['gold', 'lotus', 'neggrad_plus', 'original'], rows.method
     assert set(rows.protocol) == {'authors'}, rows[['method', 'protocol']]

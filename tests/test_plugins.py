@@ -36,7 +36,7 @@ FILES = {
         ''',
     'toy_plugin/__init__.py': '',
     'toy_plugin/method.py': '''
-        from lotus_nb.methods import register_method, Unlearned, frozen
+        from lotus_nb.methods.base import register_method, Unlearned, frozen
 
         @register_method('noop', display='No-op', order=10.5)
         def noop(original, task, cfg, progress=True):
@@ -45,7 +45,7 @@ FILES = {
         ''',
     'toy_plugin/data.py': '''
         import torch
-        from lotus_nb.data import register_dataset, ImageData
+        from lotus_nb.data.datasets import register_dataset, ImageData
 
         @register_dataset('toy_blobs', model='resnet18_tiny', img_size=8, augment='none', in_memory=True)
         def toy_blobs(root=None, download=True):
@@ -56,7 +56,7 @@ FILES = {
             return ImageData('toy_blobs', img(y_tr), y_tr, img(y_ho), y_ho, classes=['a', 'b', 'c', 'd'], augment='none')
         ''',
     'toy_plugin/metric.py': '''
-        from lotus_nb.metrics import register_metric
+        from lotus_nb.metrics.evaluation import register_metric
 
         def conf_forget(outputs, ref):
             "Mean softmax confidence on the forget set"
@@ -69,13 +69,13 @@ FILES = {
 
 CHECK = '''
 import warnings, torch
-from lotus_nb.catalog import PLUGINS
-from lotus_nb.methods import list_methods, display_name, unlearn
-from lotus_nb.demo import demo_task
-from lotus_nb.data import DATASETS
-from lotus_nb.metrics import evaluate, list_metrics
-from lotus_nb.paper_tables import table_hyperparams
-from lotus_nb.report import extra_rows
+from lotus_nb.core.catalog import PLUGINS
+from lotus_nb.methods.base import list_methods, display_name, unlearn
+from lotus_nb.methods.demo import demo_task
+from lotus_nb.data.datasets import DATASETS
+from lotus_nb.metrics.evaluation import evaluate, list_metrics
+from lotus_nb.paper.paper_tables import table_hyperparams
+from lotus_nb.metrics.report import extra_rows
 assert list_methods(default_run=True)[-3:] == ['lotus', 'noop', 'lotus_salun'], list_methods()   # order 10.5: its column
 assert display_name('noop') == 'No-op' and 'No-op' in table_hyperparams().index         # its label in the tables
 assert 'toy_blobs' in DATASETS and list_metrics() == ['conf_forget'] and 'Forget conf.' in extra_rows()
@@ -112,7 +112,7 @@ def test_plugin_registers_method_dataset_metric(plugin_python):
 
 def test_this_interpreter_has_no_plugin():
     "The plugin went into the venv only: the interpreter running the tests still has lotus_nb's built-in methods only"
-    from lotus_nb.methods import list_methods
+    from lotus_nb.methods.base import list_methods
     assert 'noop' not in list_methods()
 
 # ---------------------------------------------------------------- precedence: yours, then a plugin's, then lotus_nb's
@@ -120,7 +120,7 @@ def test_this_interpreter_has_no_plugin():
 EXTRA = {   # an installed distribution as importlib.metadata finds one: its package and its dist-info, in a folder on the path
     'lotus_nb_extra/__init__.py': '',
     'lotus_nb_extra/methods.py': '''
-        from lotus_nb.methods import register_method, Unlearned, frozen
+        from lotus_nb.methods.base import register_method, Unlearned, frozen
 
         @register_method('lotus', display='LoTUS (extra)', order=10, paper=True)
         def lotus(original, task, cfg, progress=True):
@@ -133,25 +133,25 @@ EXTRA = {   # an installed distribution as importlib.metadata finds one: its pac
         Version: 0.1
         ''',
     'lotus_nb_extra-0.1.dist-info/entry_points.txt': '''
-        [lotus_nb.methods]
+        [lotus_nb.methods.base]
         extra = lotus_nb_extra.methods
         ''',
 }
 
 MINE = '''
-from lotus_nb.methods import register_method, Unlearned, frozen
+from lotus_nb.methods.base import register_method, Unlearned, frozen
 @register_method('lotus', display='Mine')
 def mine(original, task, cfg, progress=True): return Unlearned(frozen(original), {'by': 'mine'})
 '''
 PLUGIN = 'import lotus_nb_extra.methods\n'    # the user imports the plugin's module by hand
-BUILTIN = 'import lotus_nb.lotus\n'           # ... or lotus_nb's own LoTUS chapter
-LOAD = 'from lotus_nb.methods import list_methods; list_methods()\n'   # a function that resolves a name: loads the built-ins, then the plugins
+BUILTIN = 'import lotus_nb.methods.lotus\n'           # ... or lotus_nb's own LoTUS chapter
+LOAD = 'from lotus_nb.methods.base import list_methods; list_methods()\n'   # a function that resolves a name: loads the built-ins, then the plugins
 ALL = 'from lotus_nb.all import *\n'
 REPORT = '''
 import torch
 from torch.utils.data import TensorDataset, Subset
-from lotus_nb.methods import METHODS, list_methods, unlearn, UnlearnTask
-from lotus_nb.catalog import PLUGINS
+from lotus_nb.methods.base import METHODS, list_methods, unlearn, UnlearnTask
+from lotus_nb.core.catalog import PLUGINS
 tds = TensorDataset(torch.randn(8, 1, 2, 2), torch.arange(8) % 2)
 model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 2))
 r = unlearn('lotus', model, UnlearnTask(Subset(tds, range(2)), Subset(tds, range(2, 8))), progress=False)
@@ -173,7 +173,7 @@ ORDERS = {   # what a fresh interpreter runs before REPORT -> (the winner's disp
 
 @pytest.fixture(scope='module')
 def extra_path(tmp_path_factory):
-    "A folder holding the `lotus_nb_extra` package and its dist-info (entry point lotus_nb.methods), for a PYTHONPATH"
+    "A folder holding the `lotus_nb_extra` package and its dist-info (entry point lotus_nb.methods.base), for a PYTHONPATH"
     tmp = tmp_path_factory.mktemp('extra')
     for name, text in EXTRA.items():
         (tmp/name).parent.mkdir(parents=True, exist_ok=True); (tmp/name).write_text(textwrap.dedent(text).lstrip())

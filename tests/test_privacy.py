@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import ROOT, run, show
-from lotus_nb.privacy import PRIVACY_ROWS
-from lotus_nb.methods import display_name
+from lotus_nb.running.privacy import PRIVACY_ROWS
+from lotus_nb.methods.base import display_name
 
 AUDIT_NB = ROOT/'nbs'/'privacy_audit.ipynb'
 METHODS = ['gold', 'finetune', 'lotus']
@@ -54,12 +54,12 @@ def test_table_and_figure(digits_audit):
 
 def audit_setup():
     "The notebook's audit design on digits (its defaults), as prepared by the package"
-    from lotus_nb.privacy import prepare_audit
+    from lotus_nb.running.privacy import prepare_audit
     return prepare_audit('digits', 'resnet18_small', SHADOWS, 0)
 
 def scores(res, m) -> np.ndarray:
     "The stored pool scores of method `m`: shadows x candidates, read from the run records of the audit's store"
-    from lotus_nb.store import Store
+    from lotus_nb.running.store import Store
     setup, store = audit_setup(), Store(res)
     return np.stack([setup.prep.entropies(store, m, setup.shadow_seed(k))['pool_scores'] for k in range(SHADOWS)])
 
@@ -68,7 +68,7 @@ def test_ulira_recomputed(digits_audit):
     out, one shadow forgot each candidate and one never saw it; LiRA's fixed variance is then shared, so its likelihood ratio ranks
     candidates as (s - mu_out)^2 - (s - mu_in)^2 does"""
     from sklearn.metrics import roc_auc_score, roc_curve
-    from lotus_nb.privacy import shadow_membership
+    from lotus_nb.running.privacy import shadow_membership
     _, res = digits_audit
     df = pd.read_csv(res/'privacy_results.csv').set_index(['method', 'seed'])
     assert sorted(df.index) == sorted((m, k) for m in METHODS for k in range(SHADOWS)), df.index
@@ -93,10 +93,10 @@ def test_gold_rows_recomputed(digits_audit):
     """Gold's unlearned shadow is its cached f_gold: its accuracies in privacy_results.csv and its stored pool scores
     (the logit-scaled confidence log p_y - log(1 - p_y)) are recomputed here from those checkpoints"""
     import torch
-    from lotus_nb.models import create_model
-    from lotus_nb.training import load_checkpoint
-    from lotus_nb.loaders import device_splits
-    from lotus_nb.store import Store
+    from lotus_nb.models.architectures import create_model
+    from lotus_nb.models.training import load_checkpoint
+    from lotus_nb.data.loaders import device_splits
+    from lotus_nb.running.store import Store
     _, res = digits_audit
     df = pd.read_csv(res/'privacy_results.csv').set_index(['method', 'seed'])
     setup = audit_setup(); prep, d, S = setup.prep, setup.prep.data, scores(res, 'gold')
@@ -144,7 +144,7 @@ def test_rows_tracked(digits_audit):
 
 def test_rerun_resumes(digits_audit):
     "A rerun retrains nothing; a (shadow, method) whose row a killed run never wrote is recomputed alone, identically"
-    from lotus_nb.store import Store
+    from lotus_nb.running.store import Store
     out_nb, res = digits_audit
     store, setup = Store(res), audit_setup()
     ckpts = sorted(store.checkpoints.glob('*.pt'))

@@ -1,12 +1,12 @@
-"""The paper's printed numbers as stored in lotus_nb/published.csv: sampled cells of every table against values read by hand
+"""The paper's printed numbers as stored in lotus_nb/paper/published.csv: sampled cells of every table against values read by hand
 from the .tex and against the source re-parsed; the stored file ships with the package; results.csv written before
 `jsd_authors` was a column still reads and appends in line; published values are never compared with stand-ins."""
 import math, subprocess
 import numpy as np, pandas as pd, pytest
 from helpers import ROOT
-from lotus_nb.published import (TABLES, DATA_FILE, published, read_published, parse_paper, paper_tex, ours_long, compare_published,
+from lotus_nb.paper.published import (TABLES, DATA_FILE, published, read_published, parse_paper, paper_tex, ours_long, compare_published,
                               TEX_UNSET)
-from lotus_nb.store import COLUMNS, KEY, Store
+from lotus_nb.running.store import COLUMNS, KEY, Store
 
 TEX = paper_tex()
 needs_tex = pytest.mark.skipif(TEX is None, reason=TEX_UNSET)
@@ -88,7 +88,7 @@ def test_stored_against_reparsed_tex():
 def test_stored_file_ships():
     "The package reads only its stored CSV, which MANIFEST.in puts in the sdist and (include_package_data) the wheel"
     assert DATA_FILE.parent.name == 'lotus_nb' and DATA_FILE.exists()
-    assert 'include lotus_nb/published.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
+    assert 'include lotus_nb/paper/published.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
     assert subprocess.run(['git', 'check-ignore', '-q', str(DATA_FILE)], cwd=ROOT).returncode == 1, "published.csv is git-ignored"
     pd.testing.assert_frame_equal(published(), read_published(DATA_FILE))
     assert set(published().table) == set(TABLES)

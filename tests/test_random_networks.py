@@ -1,7 +1,7 @@
 "Every random network shares no tensor with its original: reinit_copy for every registered model, start_copy for a pretrained head"
 import pytest, torch
-from lotus_nb.catalog import load_plugins
-from lotus_nb.models import MODELS, create_model, reinit_copy, start_copy, built_as
+from lotus_nb.core.catalog import load_plugins
+from lotus_nb.models.architectures import MODELS, create_model, reinit_copy, start_copy, built_as
 
 SMALL = {'vit_b_16': dict(img_size=32), 'vit_b_16_timm': dict(img_size=32), 'vit_small': dict(img_size=16),
          'vit_b_16_imagenet': dict(num_classes=1000)}   # the smallest each model allows; the others at their own size

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers import ROOT, read_rows
-from lotus_nb.store import KEY, METRICS
+from lotus_nb.running.store import KEY, METRICS
 
 ray = pytest.importorskip('ray')
 
@@ -47,16 +47,16 @@ while len([n for n in ray.nodes() if n['Alive']]) < nodes:
     time.sleep(1)
 """
 DRIVER = CONNECT + """
-from lotus_nb.benchmark import BenchmarkSpec
-from lotus_nb.grid import run_grid
+from lotus_nb.running.benchmark import BenchmarkSpec
+from lotus_nb.running.grid import run_grid
 specs, seeds, methods = map(eval, sys.argv[4:7])
 run_grid(specs, seeds=seeds, methods=methods, out_dir=out, executor='ray', progress=True, poll_s=1, write=False)
 print(f"NODES DEAD {sum(not n['Alive'] for n in ray.nodes())}")
 print('DRIVER DONE')
 """
 AUDIT_DRIVER = CONNECT + """
-from lotus_nb.training import Recipe
-from lotus_nb.privacy import prepare_audit, run_audit
+from lotus_nb.models.training import Recipe
+from lotus_nb.running.privacy import prepare_audit, run_audit
 setup, methods = map(eval, sys.argv[4:6])
 audit = run_audit(setup, methods, out_dir=out, executor='ray', progress=True)
 audit.results.to_pickle(Path(out)/'audit_results.pkl')
@@ -186,8 +186,8 @@ def sorted_rows(path) -> pd.DataFrame:
     return read_rows(path).sort_values(['forget_class', 'method', 'seed'], na_position='first').reset_index(drop=True)
 
 def test_grid_on_three_nodes(cluster, tmp_path):
-    from lotus_nb.benchmark import BenchmarkSpec
-    from lotus_nb.grid import run_grid
+    from lotus_nb.running.benchmark import BenchmarkSpec
+    from lotus_nb.running.grid import run_grid
     hide = cluster.hide
     t0 = time.time(); run_grid(eval(SPECS), seeds=SEEDS, methods=METHODS, out_dir=hide/'local', progress=False, write=False); t_local = time.time() - t0
     rc, out, t_ray = drive(cluster, hide/'ray')
@@ -220,8 +220,8 @@ def test_resume_after_driver_kill(cluster):
 def local_rows(hide:Path) -> pd.DataFrame:
     "The local executor's rows of the grid (test_grid_on_three_nodes ran it; run here when a test runs alone)"
     if not (hide/'local'/'results.csv').exists():
-        from lotus_nb.benchmark import BenchmarkSpec
-        from lotus_nb.grid import run_grid
+        from lotus_nb.running.benchmark import BenchmarkSpec
+        from lotus_nb.running.grid import run_grid
         run_grid(eval(SPECS), seeds=SEEDS, methods=METHODS, out_dir=hide/'local', progress=False, write=False)
     return sorted_rows(hide/'local'/'results.csv')
 
@@ -254,7 +254,7 @@ def test_worker_node_lost_mid_grid(cluster):
 
 def test_data_missing_on_nodes_stops_before_training(cluster):
     "The driver has the data, the nodes do not: the grid stops before any training, naming the node and the path"
-    from lotus_nb.testing import write_cifar10
+    from lotus_nb.core.testing import write_cifar10
     hide = cluster.hide
     write_cifar10(hide/'data', per_class=20)
     specs = f"[BenchmarkSpec('cifar10', 'resnet18_tiny', 0.1, train_epochs=1, data_root={str(hide/'data')!r})]"
@@ -271,8 +271,8 @@ AUDIT_METHODS = ['gold', 'finetune', 'lotus']
 def test_privacy_audit_on_the_cluster(cluster):
     "The privacy audit's shadows run as a grid on the cluster's nodes: Audit.results equal the local executor's"
     import inspect
-    from lotus_nb.training import Recipe
-    from lotus_nb.privacy import prepare_audit, run_audit
+    from lotus_nb.models.training import Recipe
+    from lotus_nb.running.privacy import prepare_audit, run_audit
     if 'executor' not in inspect.signature(run_audit).parameters: pytest.skip('run_audit takes no executor yet: the audit is not on the grid')
     hide = cluster.hide
     setup = eval(AUDIT_SETUP)

@@ -168,10 +168,10 @@ def test_guide_links_resolve():
     assert faults == {}
 
 def test_link_check_can_fail(tmp_path):
-    text = ('[a](nbs/00_theory.ipynb) [b](nbs/nope.ipynb) [c](nbs/00_theory.ipynb#no-such-heading) [d](#install) [e](#gone) '
+    text = ('[a](nbs/methods/37_theory.ipynb) [b](nbs/nope.ipynb) [c](nbs/methods/37_theory.ipynb#no-such-heading) [d](#install) [e](#gone) '
             '![f](nbs/images/none.png) [g](https://github.com/lotus-nb/lotus_nb/blob/main/NOFILE) [h](https://example.org/x)\n\n## Install\n')
     faults = link_faults(text, ROOT, {'install'})
-    assert faults == ['nbs/nope.ipynb: no such file', 'nbs/00_theory.ipynb#no-such-heading: no such heading', '#gone: no such heading',
+    assert faults == ['nbs/nope.ipynb: no such file', 'nbs/methods/37_theory.ipynb#no-such-heading: no such heading', '#gone: no such heading',
                       'nbs/images/none.png: no such file', 'NOFILE: no such file'], faults
 
 @pytest.mark.skipif(not Path(bd.CHROMIUM).exists(), reason=f"no Chromium at {bd.CHROMIUM}")
@@ -349,7 +349,7 @@ def test_readme_bibtex_is_the_citation_cff():
 
 def test_citation_matches_the_paper():
     "Where the paper's .tex is at hand ($LOTUS_NB_PAPER_TEX), its title and authors are CITATION.cff's"
-    from lotus_nb.published import paper_tex, TEX_UNSET
+    from lotus_nb.paper.published import paper_tex, TEX_UNSET
     tex = paper_tex()
     if tex is None: pytest.skip(TEX_UNSET)
     s = tex.read_text(encoding='utf-8')

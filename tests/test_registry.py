@@ -5,7 +5,7 @@ import ast, os, subprocess, sys
 from pathlib import Path
 import pytest
 import lotus_nb
-from lotus_nb.methods import METHODS, ROLES, list_methods, role_method, method_role, is_reference, display_name
+from lotus_nb.methods.base import METHODS, ROLES, list_methods, role_method, method_role, is_reference, display_name
 from helpers import import_graph   # the repository's one import scanner: tools/import_graph.py
 
 PKG = Path(lotus_nb.__file__).parent
@@ -83,7 +83,7 @@ def test_roles_and_order():
     with pytest.raises(ValueError, match='expected exactly one'): role_method('method')
 
 def test_registries_import_nothing():
-    "A registry imports nothing: lotus_nb.registry imports no lotus_nb module, at its top or inside a function; the catalog's loader is the one place the registering modules are loaded (by name), and the method interface imports no method"
+    "A registry imports nothing: lotus_nb.core.registry imports no lotus_nb module, at its top or inside a function; the catalog's loader is the one place the registering modules are loaded (by name), and the method interface imports no method"
     g = import_graph.graph()
     assert (g['registry']['top'], g['registry']['lazy'], g['registry']['by_name']) == ([], [], []), g['registry']
     assert g['catalog']['top'] == ['registry'] and g['catalog']['lazy'] == [], g['catalog']
@@ -93,9 +93,9 @@ def test_registries_import_nothing():
 def test_fresh_process_has_every_method():
     "Whatever module a process imports first, the registry is complete (a Ray worker's `unlearn('lotus', ...)` too), with no import loop"
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
-    code = "import {}; from lotus_nb.methods import list_methods; print(','.join(list_methods()))"
+    code = "import {}; from lotus_nb.methods.base import list_methods; print(','.join(list_methods()))"
     procs = {m: subprocess.Popen([sys.executable, '-c', code.format(m)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for m in ('lotus_nb.methods', 'lotus_nb.experiment', 'lotus_nb.lotus', 'lotus_nb.report')}
+             for m in ('lotus_nb.methods.base', 'lotus_nb.experiment', 'lotus_nb.methods.lotus', 'lotus_nb.metrics.report')}
     for m, p in procs.items():
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, f"import {m}: {err[-2000:]}"

@@ -9,7 +9,7 @@ import pandas as pd, pytest
 from helpers import ROOT, papermill, show, outputs
 sys.path.insert(0, str(ROOT/'tools'))
 import paper_data as PD
-from lotus_nb.store import Store
+from lotus_nb.running.store import Store
 
 BATCH, VIT_BATCH = 16, 8   # rehearsal_batch: a CPU cap (ViT-B/16 at 224 px: 8 images a batch, a pass in seconds)
 
@@ -53,6 +53,6 @@ def test_vit_lotus_cifar100(cifar100, tmp_path):
     rows = store.read()
     assert sorted(rows.method) == ['gold', 'lotus'] and set(rows.model) == {'vit_b_16'}
     assert st.loc['unlearn lotus', 'train_batches'] == 1
-    from lotus_nb.preview import weights_status
+    from lotus_nb.paper.preview import weights_status
     if weights_status('vit_b_16') != 'cached':
         assert res.stdout.count('runs with a randomly initialised network in place of its pretrained weights') == 1, show(res)

@@ -1,6 +1,6 @@
 """DataLoader workers started by `spawn` (macOS's and Windows' default) unpickle the Dataset, and cannot import a class defined in
 `__main__` (a notebook, `python -c`): `nbdev_proc_nbs` printed `AttributeError: Can't get attribute 'Flipped' on <module '__main__'>`.
-lotus_nb reads such a dataset without workers (`lotus_nb.spawning.spawn_safe`), with a WorkersWarning saying why."""
+lotus_nb reads such a dataset without workers (`lotus_nb.core.spawning.spawn_safe`), with a WorkersWarning saying why."""
 import sys
 from helpers import ROOT, run, show
 
@@ -11,10 +11,10 @@ multiprocessing.set_start_method('spawn')
 os.environ['LOTUS_WORKERS'] = '1'                 # a worker even for a few items (default_workers starts none below 512)
 import torch, torch.nn as nn
 from torch.utils.data import Dataset
-import lotus_nb.memory_cache, lotus_nb.user_data
+import lotus_nb.data.memory_cache, lotus_nb.data.user_data
 if sys.argv[1] == 'unchecked':                    # what lotus_nb did before: the two readers that ask spawn_safe, told yes
-    lotus_nb.memory_cache.spawn_safe = lotus_nb.user_data.spawn_safe = lambda ds, n, method=None: n
-from lotus_nb.lotus import lotus_unlearn
+    lotus_nb.data.memory_cache.spawn_safe = lotus_nb.data.user_data.spawn_safe = lambda ds, n, method=None: n
+from lotus_nb.methods.lotus import lotus_unlearn
 
 class Flipped(Dataset):
     "Items of x, y, each flipped left-right at random: a random transform, so the set is streamed through a DataLoader"

@@ -3,7 +3,7 @@ import os, signal, subprocess, sys, textwrap, time
 import pandas as pd
 import pytest
 from helpers import ROOT
-from lotus_nb.store import Store, row_id
+from lotus_nb.running.store import Store, row_id
 
 def row(i, **kw):
     return {**dict(dataset='digits', model='m', forget_pct=.1, forget_class=None, unseen='heldout', method=f'm{i}', seed=i, setup='ab',
@@ -12,7 +12,7 @@ def row(i, **kw):
 KILLED = textwrap.dedent('''
     import os, sys, time
     from pathlib import Path
-    from lotus_nb.store import Store
+    from lotus_nb.running.store import Store
     real = os.write
     def first_bytes(fd, b):                 # the row's first 9 bytes reach the file, then the process hangs until killed
         n = real(fd, bytes(b)[:9]); Path(sys.argv[2]).touch(); time.sleep(600); return n
@@ -46,7 +46,7 @@ def test_kill_between_first_and_last_byte(tmp_path, caplog):
 
 RACER = textwrap.dedent('''
     import random, sys, time
-    from lotus_nb.store import Store
+    from lotus_nb.running.store import Store
     who, root, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
     time.sleep(max(0., start - time.time()))     # both start appending at the same moment
     keys = list(range(40)); random.Random(who).shuffle(keys)
@@ -79,9 +79,9 @@ def test_a_results_file_of_0_7_resumes_without_redoing_rows(tmp_path):
     again, and the old columns read under the new names. (0.8 also changed every setup hash on purpose,
     checkpoints.CACHE_VERSION 6 and new defaults: a store of 0.7 has its rows made again once, under 0.8's set-up.
     So the rows here are 0.8's, with the header as 0.7 wrote it)"""
-    from lotus_nb.benchmark import run_benchmark
-    from lotus_nb.store import RENAMED_COLUMNS
-    from lotus_nb.checkpoints import CACHE_VERSION
+    from lotus_nb.running.benchmark import run_benchmark
+    from lotus_nb.running.store import RENAMED_COLUMNS
+    from lotus_nb.models.checkpoints import CACHE_VERSION
     assert CACHE_VERSION == 6, "the cache version moved again: say in CHANGELOG what a store of 0.8 does under it"
     kw = dict(dataset='digits', model='resnet18_tiny', seeds=[1], methods=['original', 'gold', 'lotus'], out_dir=tmp_path, train_epochs=1, progress=False)
     first = run_benchmark(**kw).results
@@ -90,7 +90,7 @@ def test_a_results_file_of_0_7_resumes_without_redoing_rows(tmp_path):
     v07 = pd.read_csv(st.results, dtype=str, keep_default_na=False).rename(columns=old_names)   # the file as 0.7 wrote it
     assert {'jsd_legacy', 'rf_jsd_legacy'} <= set(v07.columns) and 'jsd_authors' not in v07.columns
     st.results.write_text(v07.to_csv(index=False))
-    from lotus_nb.tracking import Tracker
+    from lotus_nb.running.tracking import Tracker
     class Logged(Tracker):                    # a tracker that logged every row under 0.7 (the keys are the rows' identities)
         name = 'logged'
         def __init__(self, keys): super().__init__(tmp_path); self.keys, self.rows = set(keys), []

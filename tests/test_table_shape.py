@@ -2,10 +2,10 @@
 are read from the paper's .tex and compared with the table built from small synthetic results."""
 import re
 import numpy as np, pandas as pd, pytest
-from lotus_nb.report import PAPER_METHODS, PAPER_ROWS, SUPP_ROWS, MISSING, render
-from lotus_nb.paper_plan import PAPER_BENCHMARKS, PB, block_label
-from lotus_nb.published import paper_tex, TEX_UNSET
-from lotus_nb.paper_tables import PAPER_COLUMNS, table_authors, table_pcc_authors, table_imagenet_authors, gumbel_shape, GUMBEL_ROWS
+from lotus_nb.metrics.report import PAPER_METHODS, PAPER_ROWS, SUPP_ROWS, MISSING, render
+from lotus_nb.paper.paper_plan import PAPER_BENCHMARKS, PB, block_label
+from lotus_nb.paper.published import paper_tex, TEX_UNSET
+from lotus_nb.paper.paper_tables import PAPER_COLUMNS, table_authors, table_pcc_authors, table_imagenet_authors, gumbel_shape, GUMBEL_ROWS
 
 ALIASES = {'Bad Teacher': 'BadT', 'Rnd Labeling': 'RndLbl'}   # the paper spells two methods two ways
 

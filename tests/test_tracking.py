@@ -2,10 +2,10 @@
 import os
 import pytest
 from helpers import read_rows
-from lotus_nb.benchmark import run_benchmark, BenchmarkSpec
-from lotus_nb.grid import run_grid
-from lotus_nb.store import Store
-from lotus_nb.tracking import MLflowTracker
+from lotus_nb.running.benchmark import run_benchmark, BenchmarkSpec
+from lotus_nb.running.grid import run_grid
+from lotus_nb.running.store import Store
+from lotus_nb.running.tracking import MLflowTracker
 
 ARGS = dict(seeds=[1], methods=['original', 'gold', 'lotus'], progress=False)
 

@@ -1,4 +1,4 @@
-"""lotus_nb.tuner: every method's search space is valid, a study killed with SIGKILL resumes without losing or
+"""lotus_nb.running.tuner: every method's search space is valid, a study killed with SIGKILL resumes without losing or
 redoing a finished trial, the validation sets never overlap a reported forget or test set, the tuned settings reach a benchmark,
 a clearly bad trial is pruned at its rung of reduced epochs (also when trials run two at a time), and nbs/tuning.ipynb runs
 end to end under papermill."""
@@ -9,10 +9,10 @@ import pytest
 import optuna
 from optuna.trial import TrialState
 from helpers import ROOT, ONE_THREAD, run_nb, show, read_rows
-from lotus_nb.benchmark import BenchmarkSpec, resolve_spec, prepare
-from lotus_nb.methods import list_methods, method_config, unlearn, METHODS
-from lotus_nb.demo import demo_task
-from lotus_nb.tuner import search_space, suggest, validation_spec, storage_url, counted, tune, tuned_overrides
+from lotus_nb.running.benchmark import BenchmarkSpec, resolve_spec, prepare
+from lotus_nb.methods.base import list_methods, method_config, unlearn, METHODS
+from lotus_nb.methods.demo import demo_task
+from lotus_nb.running.tuner import search_space, suggest, validation_spec, storage_url, counted, tune, tuned_overrides
 
 SEEDS = [3407, 13, 12]
 SPEC = BenchmarkSpec('digits', 'resnet18_tiny', train_epochs=2)
@@ -86,8 +86,8 @@ def test_validation_sets_never_overlap_a_reported_one(dataset):
 CHILD = """
 import logging, sys
 logging.basicConfig(level=logging.INFO, format='%(message)s')
-from lotus_nb.benchmark import BenchmarkSpec
-from lotus_nb.tuner import tune
+from lotus_nb.running.benchmark import BenchmarkSpec
+from lotus_nb.running.tuner import tune
 tune(BenchmarkSpec('digits', 'resnet18_tiny', train_epochs=2), 'lotus', trials=int(sys.argv[2]), budget_s=1e6, out_dir=sys.argv[1],
      device='cpu', progress=False)
 """
@@ -164,7 +164,7 @@ def test_existing_study_is_never_overwritten(tmp_path):
     again = optuna.load_study(study_name='ssd', storage=storage_url(out))
     assert [(t.number, t.params, t.value) for t in again.trials] == before
     # the tuned settings reach a benchmark as method_overrides
-    from lotus_nb.benchmark import run_benchmark
+    from lotus_nb.running.benchmark import run_benchmark
     best = tuned_overrides(out)
     assert best == {'ssd': again.best_params}
     b = run_benchmark('digits', 'resnet18_tiny', seeds=[3407], methods=['gold', 'ssd'], out_dir=tmp_path/'r', train_epochs=2,

@@ -14,7 +14,7 @@ are dropped and recomputed, so nothing stale can be published; the price is the 
    emit (`echo`, `output`, `include`), with MathJax 2 served from the site itself (`mathjax/`, a link to Debian's
    libjs-mathjax: no network needed) and a navigation bar from `nbs/sidebar.yml`;
 4. **link**: `X.ipynb` becomes X's page and the site's absolute doc links (`doc_host` + `doc_baseurl`) become
-   relative, so the pages link to each other offline. Page names follow nbdev (`05_lotus.ipynb` -> `lotus.html`),
+   relative, so the pages link to each other offline. Page names follow nbdev (`methods/36_lotus.ipynb` -> `lotus.html`),
    as on the Quarto site, so the doc links nbdev writes resolve; headings get Pandoc's ids, as Quarto gives them.
 
 `site.json` in the output folder records every page of the site (built or not), its title, and the errors and
@@ -26,7 +26,7 @@ markdown-it-py, math by MathJax: `readme_html`) and checks its images and links 
 (API reference, no outputs).
 
     python tools/build_docs.py                                   # every notebook into _site/
-    python tools/build_docs.py --pages index 05_lotus 06_metrics # a subset
+    python tools/build_docs.py --pages index 36_lotus 53_evaluation # a subset
     python tools/build_docs.py --pages index --check --screenshots docs/screenshots
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ CHROMIUM = os.environ.get('CHROMIUM', '/usr/bin/chromium')
 def nbs_path() -> Path: return config().nbs_path
 
 def page_name(nb:str|Path) -> str:
-    "The HTML page of notebook `nb` on the site, as nbdev names it (`05_lotus.ipynb` -> `lotus.html`)"
+    "The HTML page of notebook `nb` on the site, as nbdev names it (`methods/36_lotus.ipynb` -> `lotus.html`)"
     from nbdev.doclinks import _nbpath2html
     return _nbpath2html(Path(Path(nb).name).with_suffix('.ipynb')).name
 
@@ -489,7 +489,7 @@ def shrink(png:Path, max_width:int=720, max_height:int=3600):
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog='\n'.join(__doc__.splitlines()[1:]))
-    ap.add_argument('--pages', nargs='*', help='notebooks to build (e.g. index 05_lotus); default: all')
+    ap.add_argument('--pages', nargs='*', help='notebooks to build (e.g. index 36_lotus); default: all')
     ap.add_argument('--out', default=str(SITE), help='output folder (default: _site/)')
     ap.add_argument('--no-exec', action='store_true', help='do not execute: stored outputs and the API reference only')
     ap.add_argument('--n_workers', type=int, default=1, help='notebooks executed in parallel (default 1)')

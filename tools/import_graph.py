@@ -4,7 +4,7 @@ A module's floor (layer) is one more than the highest floor of the lotus_nb modu
 `import lotus_nb.<module>` loads. Every other way a module reaches another one is an arrow too, and none may run up the
 floors: an import inside a function (it runs on use), an `importlib.import_module` (or `__import__`) call on a literal
 name, and a name taken from a literal tuple that a loop hands to `import_module`. That last form is the catalog's loader
-(`lotus_nb.catalog.BUILTIN_PLUGINS`, after pytest's `default_plugins`): lotus_nb's registering modules named in a tuple
+(`lotus_nb.core.catalog.BUILTIN_PLUGINS`, after pytest's `default_plugins`): lotus_nb's registering modules named in a tuple
 and imported by name when a name is first resolved. Those arrows run up by design; they are printed on their own, as
 what they are, never hidden and never counted as back arrows. An `import_module` on any other expression cannot be
 followed and is listed (`checks.optional_import`'s own, on its `module` parameter, imports third-party extras only: its
@@ -23,17 +23,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT/'lotus_nb'
 IMPORT_FUNCS = ('import_module', '__import__')   # importlib.import_module(name), import_module(name), __import__(name)
-OPTIONAL_IMPORT = 'optional_import'              # lotus_nb.checks.optional_import(module, extra): an extra's module
+OPTIONAL_IMPORT = 'optional_import'              # lotus_nb.core.checks.optional_import(module, extra): an extra's module
 
 # ---------------------------------------------------------------- the scanner
 
 @dataclass(frozen=True)
 class Import:
     "One place a source file imports a module"
-    module: str|None   # the absolute dotted name ('lotus_nb.data', 'numpy'); None when an argument is not a literal
+    module: str|None   # the absolute dotted name ('lotus_nb.data.datasets', 'numpy'); None when an argument is not a literal
     line: int          # where
     how: str           # 'import', 'from', 'import_module' (a literal name), 'loader' (from a literal tuple a loop hands over),
-                       # 'dynamic' (any other expression), 'optional_import' (lotus_nb.checks.optional_import)
+                       # 'dynamic' (any other expression), 'optional_import' (lotus_nb.core.checks.optional_import)
     lazy: bool = False # inside a function: runs when it is called, not when the module is imported
     names: tuple = ()  # the names a `from` import takes
     bound: tuple = ()  # the names the statement binds in its namespace
@@ -111,26 +111,40 @@ def scan(source:str, package:str=None, filename:str='<source>') -> list:
     "Every `Import` of the Python `source`"
     return scan_tree(parse(source, filename), package)
 
+def package_of(path) -> str:
+    "The dotted package of the file at `path`: its folder's name, and each folder above that holds an `__init__.py`"
+    parts, d = [], Path(path).resolve().parent
+    while True:
+        parts.insert(0, d.name)
+        if not (d.parent/'__init__.py').exists(): return '.'.join(parts)
+        d = d.parent
+
 def scan_file(path) -> list:
-    "Every `Import` of the file at `path`; relative imports resolved against its folder's package"
+    "Every `Import` of the file at `path`; relative imports resolved against its package (`package_of`)"
     path = Path(path)
-    return scan(path.read_text(encoding='utf-8'), path.parent.name, str(path))
+    return scan(path.read_text(encoding='utf-8'), package_of(path), str(path))
 
 # ---------------------------------------------------------------- lotus_nb's graph
 
-def modules(pkg:Path=PKG) -> dict:
-    "stem -> path of the package's modules (not `__init__`, `_modidx`)"
-    return {p.stem: p for p in sorted(Path(pkg).glob('*.py')) if p.stem not in ('__init__', '_modidx')}
+SUBPACKAGES = ('core', 'data', 'models', 'methods', 'metrics', 'running', 'paper')   # the kinds of work, from the ground up
 
-def arrows(path, mods, imports=None) -> list:
-    "(module stem, Import) of each import of `path` (its `imports`, scanned when not given) that reaches one of `mods` (stems of the package)"
-    out, pkg = [], Path(path).parent.name
+def modules(pkg:Path=PKG) -> dict:
+    "dotted name within the package ('data.splits') -> path, for every module of every subpackage (not `__init__`); the top-level `__init__` (lazy names) and `all` (every name) import by name from nbdev's index and sit above the graph"
+    return {'.'.join(p.relative_to(pkg).with_suffix('').parts): p for p in sorted(Path(pkg).rglob('*.py'))
+            if p.parent != Path(pkg) and p.stem != '__init__' and '__pycache__' not in p.parts}
+
+def subpackage(m:str) -> str: return m.split('.')[0]
+
+def arrows(path, mods, imports=None, pkg:str='lotus_nb') -> list:
+    "(module, Import) of each import of `path` (its `imports`, scanned when not given) that reaches one of `mods` (dotted names within `pkg`)"
+    out = []
     for i in (scan_file(path) if imports is None else imports):
         if i.module is None: continue
         parts = i.module.split('.')
         if parts[0] != pkg: continue
-        if len(parts) > 1 and parts[1] in mods: out.append((parts[1], i))
-        elif len(parts) == 1: out.extend((n, i) for n in i.names if n in mods)   # from lotus_nb import data
+        name = '.'.join(parts[1:])
+        if name in mods: out.append((name, i))
+        else: out.extend((f"{name}.{n}" if name else n, i) for n in i.names if (f"{name}.{n}" if name else n) in mods)   # from lotus_nb.data import splits
     return out
 
 def graph(pkg:Path=PKG) -> dict:
@@ -163,8 +177,11 @@ def problems(g:dict) -> dict:
     mods = {m: v for m, v in g.items() if not m.startswith('__')}
     upward = sorted((m, d, kind) for m, v in mods.items() for kind in ('top', 'lazy', 'by_name') for d in v[kind]
                     if d != m and mods[d]['layer'] >= v['layer'])
-    dynamic = sorted((m, x) for m, v in mods.items() for x in v['dynamic'] if not (m == 'checks' and x.endswith(': module')))
-    return dict(loops=g['__loops__'], upward=upward, dynamic=dynamic)
+    dynamic = sorted((m, x) for m, v in mods.items() for x in v['dynamic'] if not (m == 'core.checks' and x.endswith(': module')))
+    order = {s: k for k, s in enumerate(SUBPACKAGES)}
+    against = sorted({(subpackage(m), subpackage(d)) for m, v in mods.items() for kind in ('top', 'lazy', 'by_name') for d in v[kind]
+                      if order.get(subpackage(d), -1) > order.get(subpackage(m), -1)})
+    return dict(loops=g['__loops__'], upward=upward, dynamic=dynamic, against=against)
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
@@ -190,6 +207,11 @@ def main(argv=None):
     print("import_module on a literal name: " + (', '.join(f"{m} -> {d}" for m, d in named) or 'none'))
     opt = sorted((m, o) for m, v in mods.items() for o in v['optional'])
     print("optional_import (an extra's module, never lotus_nb's): " + (', '.join(f"{m} -> {o}" for m, o in opt) or 'none'))
+    subs = sorted({(subpackage(m), subpackage(d)) for m, v in mods.items() for kind in ('top', 'lazy') for d in v[kind] if subpackage(d) != subpackage(m)},
+                  key=lambda sd: (SUBPACKAGES.index(sd[0]), SUBPACKAGES.index(sd[1])))
+    print("\nsubpackages (" + ', '.join(f"{s} {sum(subpackage(m) == s for m in mods)}" for s in SUBPACKAGES) + "), their arrows: "
+          + ', '.join(f"{a} -> {b}" for a, b in subs))
+    print("arrows against the subpackages' order (" + ' < '.join(SUBPACKAGES) + "): " + (', '.join(f"{a} -> {b}" for a, b in p['against']) or 'none'))
     print("\nloops: " + ('; '.join(' -> '.join(l) for l in p['loops']) or 'none'))
     print("arrows that run up (to a module on the same or a higher floor): " +
           (', '.join(f"{m} -> {d} ({k})" for m, d, k in p['upward']) or 'none'))

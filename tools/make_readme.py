@@ -8,10 +8,10 @@ title and its summary, nbdev's warning comment, markdown cells as written, code 
 stored text outputs indented, Quarto's cell options honoured (`#| echo: false` shows the outputs without the code,
 `#| output: false` the code without the outputs, `#| include: false` neither). Quarto's own touches (typographic quotes,
 re-aligned tables) are not reproduced. Links are made to work on GitHub, where the README is read: a relative link or
-image, written relative to the notebook (`05_lotus.ipynb`, `images/quick_start.png`), is made relative to the
-repository's root (`nbs/05_lotus.ipynb`, `nbs/images/quick_start.png`), and the API links nbdev adds (to the doc site,
+image, written relative to the notebook (`methods/36_lotus.ipynb`, `images/quick_start.png`), is made relative to the
+repository's root (`nbs/methods/36_lotus.ipynb`, `nbs/images/quick_start.png`), and the API links nbdev adds (to the doc site,
 settings.ini's `doc_host` + `doc_baseurl`, which only a deploy of the docs publishes) point at the chapter that defines
-the name instead (`lotus.html#lotus_unlearn` -> `nbs/05_lotus.ipynb`), which GitHub shows with its stored outputs.
+the name instead (`lotus.html#lotus_unlearn` -> `nbs/methods/36_lotus.ipynb`), which GitHub shows with its stored outputs.
 
     python tools/make_readme.py            # rewrite README.md
     python tools/make_readme.py --out F    # write F instead (tests/test_packaging.py compares the two)

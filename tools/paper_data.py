@@ -22,10 +22,10 @@ training images per class, `IMAGENET_FORGET + IMAGENET_RETAIN`, and 5 + 5 held-o
 1,281,167 / 50,000 are the full set) or where the registration has no split of a count (MUFAC's val / test rows,
 1,539 / 1,504, from its README; the planted duplicates from `MUFAC_CLEAN_SIZES`).
 
-Every image is `lotus_nb.testing.label_image`: its label in two grey bands (a third digit in the blue channel from 144
+Every image is `lotus_nb.core.testing.label_image`: its label in two grey bands (a third digit in the blue channel from 144
 on), a random bottom quarter, and per image noise and band offsets (NOISE, JITTER below), so that two images of one
 class differ and a network has something to learn that is not one picture per class. The writers are
-`lotus_nb.testing`'s, the ones the small test fixtures use: one writer per format.
+`lotus_nb.core.testing`'s, the ones the small test fixtures use: one writer per format.
 
 Safety: each tree it writes holds `LOTUS_SYNTHETIC.json` (what was written: sizes, seed, settings; `complete` once
 done), and DIR holds one too. The tool refuses, before any work, a DIR that holds anything it did not write (a real
@@ -57,7 +57,7 @@ GREY_EVERY = 50                   # every 50th image greyscale (labels below 144
 BYTES_PER_IMAGE = dict(cifar10=3_100, cifar100=3_100, tinyimagenet=4_096, mufac=9_000, imagenet=100_000, cifake=4_096)  # on disk, measured (a JPEG takes at least a 4 KiB block)
 
 
-# The classes the paper forgets by name (lotus_nb.paper_plan's tab:class), and where they sit: CIFAR-100's fine label 4 is
+# The classes the paper forgets by name (lotus_nb.paper.paper_plan's tab:class), and where they sit: CIFAR-100's fine label 4 is
 # 'beaver' (its meta lists the names alphabetically); TinyImageNet's 'pizza' (n07873807) has the index that the real
 # wnids.txt gives it, which cannot be read here, so the synthetic set gives the name to its first class. The writers name
 # classes generically; name_classes renames these after writing (tools/paper_data.py's rehearsal of tab:class found it).
@@ -66,7 +66,7 @@ NAMED = {'cifar100': {4: 'beaver'}, 'tinyimagenet': {0: 'pizza'}}
 
 def paper_named_classes() -> dict:
     "dataset -> the class names the paper's benchmarks forget (PAPER_BENCHMARKS' forget_class given as a name)"
-    from lotus_nb.paper_plan import PAPER_BENCHMARKS
+    from lotus_nb.paper.paper_plan import PAPER_BENCHMARKS
     out = {}
     for pbs in PAPER_BENCHMARKS.values():
         for pb in pbs:
@@ -77,7 +77,7 @@ def paper_named_classes() -> dict:
 def name_classes(out:Path, name:str, names:dict):
     "Give the classes `names` ({index: name}) of dataset `name`, written under `out`, their names: in CIFAR-100's meta, in TinyImageNet's words.txt"
     if not names: return
-    import pickle, lotus_nb.testing as T
+    import pickle, lotus_nb.core.testing as T
     if name == 'cifar100':
         path = out/TREES[name]/'meta'
         with open(path, 'rb') as f: meta = pickle.load(f, encoding='bytes')
@@ -96,8 +96,8 @@ def name_classes(out:Path, name:str, names:dict):
 
 def registered():
     "The dataset registry with the paper's formats registered (the format chapters' modules)"
-    import lotus_nb.formats_cifar, lotus_nb.formats_folders, lotus_nb.mufac   # noqa: F401 (they register)
-    from lotus_nb.data import dataset_defaults
+    import lotus_nb.data.formats_cifar, lotus_nb.data.formats_folders, lotus_nb.data.mufac   # noqa: F401 (they register)
+    from lotus_nb.data.datasets import dataset_defaults
     return dataset_defaults
 
 
@@ -112,7 +112,7 @@ def plan(name:str, fraction:float, seed:int) -> dict:
 
 
 def _plan(name:str, fraction:float, seed:int) -> dict:
-    import lotus_nb.testing as T
+    import lotus_nb.core.testing as T
     dd = registered()(name)
     common = dict(seed=seed, noise=NOISE[name], jitter=JITTER)
     if name in ('cifar10', 'cifar100'):
@@ -127,7 +127,7 @@ def _plan(name:str, fraction:float, seed:int) -> dict:
                   grey_every=GREY_EVERY, size=dd.img_size, **common)
         return dict(writer='write_tinyimagenet', kwargs=kw, expect=dict(train=per*c, heldout=n_val, classes=c), images=per*c + n_val + kw['n_test'])
     if name == 'mufac':
-        from lotus_nb.mufac import MUFAC_FORGET_ROWS, MUFAC_CLEAN_SIZES
+        from lotus_nb.data.mufac import MUFAC_FORGET_ROWS, MUFAC_CLEAN_SIZES
         n_val = MUFAC_ROWS['val']; n_test = dd.heldout_images - n_val; f = MUFAC_FORGET_ROWS; clean = MUFAC_CLEAN_SIZES
         gone = dict(forget=f - clean['forget'], retain=dd.train_images - f - clean['retain'], val=n_val - clean['val'], test=n_test - clean['test'])
         planted = {'forget in retain': gone['forget']//2, 'forget duplicate': gone['forget'] - gone['forget']//2,
@@ -146,7 +146,7 @@ def _plan(name:str, fraction:float, seed:int) -> dict:
         return dict(writer='write_mufac', kwargs=kw, expect=dict(train=sizes['forget'] + sizes['retain'], heldout=sizes['val'] + sizes['test'],
                     classes=dd.num_classes, cleaned=sizes), images=kw['n_train'] + kw['n_val'] + kw['n_test'], options=dict(forget_rows=fr))
     if name == 'imagenet':
-        from lotus_nb.formats_folders import IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT
+        from lotus_nb.data.formats_folders import IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT
         c = scaled(dd.num_classes, fraction, least=2); per, val = IMAGENET_FORGET + IMAGENET_RETAIN, 2*IMAGENET_HELDOUT
         h, w, spread = IMAGENET_SIDES
         kw = dict(n_classes=c, per_class=per, val_per_class=val, val_layout='folders', height=h, width=w, spread=spread,
@@ -190,8 +190,8 @@ def check_out(out:Path, names:list, plans:dict, replace:bool) -> dict:
 
 
 def settings(name:str, p:dict) -> dict:
-    "What the files of one dataset depend on (not the worker count): the writer, its arguments, and its code (lotus_nb/testing.py's hash)"
-    import hashlib, lotus_nb.testing as T
+    "What the files of one dataset depend on (not the worker count): the writer, its arguments, and its code (lotus_nb/core/testing.py's hash)"
+    import hashlib, lotus_nb.core.testing as T
     code = hashlib.sha256(Path(T.__file__).read_bytes()).hexdigest()[:16]
     return json.loads(json.dumps(dict(dataset=name, writer=p['writer'], kwargs=p['kwargs'], writer_code=code, **({'names': p['names']} if p.get('names') else {}))))
 
@@ -207,8 +207,8 @@ def disk_bytes(path:Path) -> tuple:
 def verify(name:str, out:Path, p:dict, mode:str, workers:int) -> dict:
     "Load the written tree through the package's loader and check sizes, classes, folder and labels (label_of)"
     import numpy as np, torch
-    from lotus_nb.data import load_dataset
-    from lotus_nb.testing import label_of
+    from lotus_nb.data.datasets import load_dataset
+    from lotus_nb.core.testing import label_of
     t0 = time.time()
     d = load_dataset(name, root=out, download=False, **p.get('options', {}))
     load_s = time.time() - t0
@@ -274,7 +274,7 @@ def main(argv=None):
     probe = next(p for p in [out, *out.parents] if p.exists())
     if (free := shutil.disk_usage(probe).free) < 1.1*need:
         raise SystemExit(f"{probe} has {free/1e9:.1f} GB free; writing {', '.join(n for n in names if todo[n] != 'skip')} needs about {need/1e9:.1f} GB")
-    import lotus_nb, lotus_nb.testing as T
+    import lotus_nb, lotus_nb.core.testing as T
     print(f"paper_data: {', '.join(names)} into {out} (fraction {a.fraction}, seed {a.seed}, {a.workers} worker(s); "
           f"{len(os.sched_getaffinity(0))} of {os.cpu_count()} cores usable; about {need/1e9:.2f} GB to write)", flush=True)
     top = read_marker(out) or dict(synthetic=True, written_by='tools/paper_data.py', datasets={})

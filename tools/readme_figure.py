@@ -36,7 +36,7 @@ def run_quick_start() -> dict:
     "{model: {metric: value}} from a run of the quick start: accuracies and Avg Gap, as text formatted as its output prints them"
     import torch
     torch.set_num_threads(1)                       # as the tests and refresh_outputs run the notebooks
-    from lotus_nb.metrics import avg_gap
+    from lotus_nb.metrics.evaluation import avg_gap
     ns = {}
     exec(compile(quick_start_code(), 'quick start', 'exec'), ns)
     scores = ns['scores']

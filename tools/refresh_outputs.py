@@ -19,10 +19,10 @@ them (but see `experiments` below). After `index.ipynb` (settings.ini's `readme_
 regenerated from it (`tools/make_readme.py`).
 
     python tools/refresh_outputs.py                           # every chapter: index, nbs/NN*_*.ipynb and the guide pages with code, in place
-    python tools/refresh_outputs.py 00_theory nbs/24_hashing.ipynb   # these (names, file names or paths)
-    python tools/refresh_outputs.py --check 00_theory         # execute, compare with the stored outputs, write nothing
+    python tools/refresh_outputs.py 37_theory nbs/data/22_hashing.ipynb   # these (names, file names or paths)
+    python tools/refresh_outputs.py --check 37_theory         # execute, compare with the stored outputs, write nothing
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
-    python tools/refresh_outputs.py 19_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
+    python tools/refresh_outputs.py 76_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
     python tools/refresh_outputs.py experiments               # the experiments notebook by papermill, and the embedded paper's page
     python tools/refresh_outputs.py --papermill               # everything: every chapter, then the experiments notebook and the page
 
@@ -60,7 +60,7 @@ def chapters() -> list[Path]:
     return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name)), *guides]
 
 def resolve(name:str) -> Path:
-    "A notebook named as `00_theory`, `00_theory.ipynb` or a path"
+    "A notebook named as `37_theory`, `methods/37_theory.ipynb` or a path"
     p = Path(name)
     if p.suffix != '.ipynb': p = p.with_name(p.name + '.ipynb')
     for cand in (p, nbs_path()/p.name):
@@ -384,8 +384,8 @@ def check(paths:list, n_workers:int=2, timeout:int|None=None) -> dict:
 
 # The chapters that train a model show numbers whose last digits depend on the CPU's arithmetic (its vector
 # instructions pick the kernels), and training carries them into the first digits shown: HEAD a120f0f's outputs, stored
-# on one machine, were stale on an AMD EPYC machine in exactly 00_theory, 06_metrics, 09_gold, 10_finetune,
-# 13_bad_teacher, 14_scrub, 15_ssd and 20a_cluster, with the same code and libraries (and 23_gradcam's figure, on an AMD
+# on one machine, were stale on an AMD EPYC machine in exactly 37_theory, 53_evaluation, 38_gold, 39_finetune,
+# 42_bad_teacher, 43_scrub, 44_ssd and 62_cluster, with the same code and libraries (and 30_gradcam's figure, on an AMD
 # EPYC machine whose fingerprint below was the stored one: tests/test_outputs.py lists it with them). `numerics_fingerprint` names a
 # machine's arithmetic by a few training steps of the stand-in network; `refresh` stores it beside the chapters it
 # writes (FINGERPRINT), so that tests/test_outputs.py compares those chapters only on a machine whose arithmetic is
@@ -393,7 +393,7 @@ def check(paths:list, n_workers:int=2, timeout:int|None=None) -> dict:
 FINGERPRINT = ROOT/'nbs'/'outputs_fingerprint.txt'
 FINGERPRINT_CODE = """
 import hashlib, torch, torch.nn.functional as F
-from lotus_nb.models import create_model
+from lotus_nb.models.architectures import create_model
 torch.set_num_threads(1); torch.manual_seed(0)
 m = create_model('resnet18_tiny', 10, 1)
 opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4), torch.optim.AdamW(m.parameters(), lr=1e-3)]
