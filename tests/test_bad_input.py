@@ -58,12 +58,14 @@ def package_frames(text:str) -> list[str]:
     """The traceback frames in `text` that lie in lotus_nb's modules (`.../lotus_nb/data/datasets.py:123`). Matched by module file, not
     by the folder's name: papermill's first line names the input notebook, `<clone>/nbs/experiments.ipynb`, and a clone is
     often a folder named `lotus_nb` (`git clone .../lotus_nb.git`; GitHub Actions checks out into `.../lotus_nb/lotus_nb`)"""
-    modules = '|'.join(sorted(p.stem for p in (Path(__file__).resolve().parent.parent/'lotus_nb').glob('*.py')))
+    pkg = Path(__file__).resolve().parent.parent/'lotus_nb'
+    modules = '|'.join(sorted(re.escape(p.relative_to(pkg).with_suffix('').as_posix()).replace('/', r'[/\\]') for p in pkg.rglob('*.py')))
     return re.findall(rf'[/\\]lotus_nb[/\\](?:{modules})\.py\b', text)
 
 def test_package_frames_check_can_fail():
     "The frame check sees a module of lotus_nb in a traceback, wherever the clone lives, and not a notebook in a clone named lotus_nb"
-    assert package_frames('File /x y/lotus_nb/lotus_nb/experiment.py:12, in run_benchmark(...)') == ['/lotus_nb/experiment.py']
+    assert package_frames('File /x y/lotus_nb/lotus_nb/running/benchmark.py:12, in run_benchmark(...)') == ['/lotus_nb/running/benchmark.py']
+    assert package_frames('File /x y/lotus_nb/lotus_nb/benchmark.py:12, in run_benchmark(...)') == []   # no such module
     assert package_frames('Input Notebook:  /home/me/lotus_nb/nbs/experiments.ipynb\nOutput Notebook: /tmp/lotus_nb/out.ipynb') == []
 
 REFUSED = [(['-p', 'forget_pct', '1.5'], 'ValueError: forget_pct must be a fraction in (0, 1), got 1.5'),

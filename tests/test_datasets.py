@@ -436,22 +436,22 @@ def test_split_interface():
     assert isinstance(Mine(), Split) and as_split(Mine()).__class__ is Mine
     assert not isinstance(torch.utils.data.TensorDataset(torch.zeros(2)), Split)
     pkg = Path(D.__file__).parent
-    probes = [f"{p.name}:{n.lineno}" for p in pkg.glob('*.py') for n in ast.walk(ast.parse(p.read_text()))
+    probes = [f"{p.name}:{n.lineno}" for p in pkg.parent.rglob('*.py') for n in ast.walk(ast.parse(p.read_text()))
               if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == 'hasattr' and len(n.args) == 2
               and isinstance(n.args[1], ast.Constant) and n.args[1].value in ('loader', 'subset', 'labels')]
     assert probes == [], f"the split interface probed with hasattr: {probes}"
 
 def _imports_of(path: Path) -> set:
     "The lotus_nb modules `path` imports, anywhere in the file (the repository's one scanner: tools/import_graph.py)"
-    return {d for d, _ in import_graph.arrows(path, import_graph.modules(path.parent))}
+    return {d for d, _ in import_graph.arrows(path, import_graph.modules())}
 
 def test_data_parts_import_one_way():
     "The data core imports no other lotus_nb module but the floors below it (registry, catalog, checks) (so no reader), nothing but tests and notebooks imports lotus_nb.core.testing"
-    pkg = Path(D.__file__).parent
-    assert _imports_of(pkg/'data.py') == {'registry', 'catalog', 'checks'}   # Registry: the tables the readers fill (nbs/core/01_registry.ipynb); the loader its resolvers call (06_catalog); the checks of user input (02_checks)
-    assert _imports_of(pkg/'registry.py') == set()            # which imports no lotus_nb module
-    assert _imports_of(pkg/'checks.py') == set()              # nor do the checks
-    importers = sorted(p.name for p in pkg.glob('*.py') if p.stem not in ('testing', '_modidx') and 'testing' in _imports_of(p))
+    pkg = Path(D.__file__).parent.parent
+    assert _imports_of(pkg/'data'/'datasets.py') == {'core.registry', 'core.catalog', 'core.checks'}   # Registry: the tables the readers fill (nbs/core/01_registry.ipynb); the loader its resolvers call (06_catalog); the checks of user input (02_checks)
+    assert _imports_of(pkg/'core'/'registry.py') == set()            # which imports no lotus_nb module
+    assert _imports_of(pkg/'core'/'checks.py') == set()              # nor do the checks
+    importers = sorted(p.name for p in pkg.rglob('*.py') if p.parent != pkg and p.stem != 'testing' and 'core.testing' in _imports_of(p))
     assert importers == [], f"runtime modules import lotus_nb.core.testing: {importers}"
     code = ("import sys, lotus_nb.running.benchmark, lotus_nb.running.grid; from lotus_nb.data.datasets import list_datasets; "   # list_datasets loads every reader
             "names = ','.join(sorted(list_datasets())); print('lotus_nb.core.testing' in sys.modules, names)")

@@ -52,7 +52,7 @@ def test_a_switch_that_changes_nothing_fails():
 
 def test_ledger_file_ships():
     "The rows are the package's deviations.csv, which MANIFEST.in puts in the sdist and (include_package_data) the wheel"
-    assert LEDGER_FILE.parent.name == 'lotus_nb' and LEDGER_FILE.name == 'deviations.csv' and LEDGER_FILE.exists()
+    assert LEDGER_FILE.parent == ROOT/'lotus_nb'/'paper' and LEDGER_FILE.name == 'deviations.csv' and LEDGER_FILE.exists()
     assert 'include lotus_nb/paper/deviations.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
     assert subprocess.run(['git', 'check-ignore', '-q', str(LEDGER_FILE)], cwd=ROOT).returncode == 1, "deviations.csv is git-ignored"
     assert read_ledger() == DEVIATIONS + STAND_IN_SETUP and len(DEVIATIONS) > 60 and STAND_IN_SETUP
@@ -62,7 +62,7 @@ def test_ledger_imports_nothing_it_runs():
     "The ledger is data: lotus_nb.paper.deviations imports no module of the package at a higher floor than the ones its rows read, and runs no probe"
     import ast, lotus_nb
     from pathlib import Path
-    tree = ast.parse((Path(lotus_nb.__file__).parent/'deviations.py').read_text())
+    tree = ast.parse((Path(lotus_nb.__file__).parent/'paper'/'deviations.py').read_text())
     inner = [n for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert inner == [], [ast.unparse(n) for n in inner]
     assert not any(isinstance(n, ast.Attribute) and n.attr == 'import_module' for n in ast.walk(tree))

@@ -137,7 +137,7 @@ def test_fresh_install(tmp_path):
         assert res.returncode == 0, show(res)
         sdists, wheels = list(dist.glob('lotus_nb-*.tar.gz')), list(dist.glob('lotus_nb-*.whl'))
         assert len(sdists) == 1 and len(wheels) == 1, list(dist.iterdir())
-        modules = sorted(p.name for p in (src/'lotus_nb').glob('*.py'))   # what was built (other files may come and go in ROOT)
+        modules = sorted(p.relative_to(src/'lotus_nb').as_posix() for p in (src/'lotus_nb').rglob('*.py'))   # what was built (other files may come and go in ROOT)
         top = f"lotus_nb-{cfg['version']}"
         with tarfile.open(sdists[0]) as tf:
             names = set(tf.getnames())

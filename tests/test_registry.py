@@ -16,9 +16,9 @@ BUILTIN = PAPER + FIELD
 COMPARE = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 def method_modules() -> set:
-    "Stems of the lotus_nb modules that define a registered method: the only places a method may name itself"
+    "Dotted names (within lotus_nb) of the modules that define a registered method: the only places a method may name itself"
     list_methods()   # the built-ins loaded (load_plugins), as any function that resolves a name loads them
-    return {f.__module__.split('.')[-1] for f in METHODS.values() if f.__module__.startswith('lotus_nb.')}
+    return {f.__module__.split('.', 1)[1] for f in METHODS.values() if f.__module__.startswith('lotus_nb.')}
 
 def _strings(node) -> list:
     "The string literals of `node`: a constant, or the constants of a tuple, list or set display"
@@ -49,7 +49,8 @@ def literal_method_names(src:str, names:set) -> list:
 def scan(folder=PKG, names=None) -> list:
     "`file:line: code` of every literal method-name comparison in `folder`'s modules, the method modules left out"
     names, skip = set(names or list_methods()), method_modules()
-    return [f"{p.name}:{ln}: {code}" for p in sorted(Path(folder).glob('*.py')) if p.stem not in skip and not p.stem.startswith('_')
+    return [f"{p.relative_to(folder).as_posix()}:{ln}: {code}" for p in sorted(Path(folder).rglob('*.py'))
+            if '.'.join(p.relative_to(folder).with_suffix('').parts) not in skip and not p.stem.startswith('_')
             for ln, code, _ in literal_method_names(p.read_text(), names)]
 
 def test_scanner_finds_every_form():
@@ -85,17 +86,17 @@ def test_roles_and_order():
 def test_registries_import_nothing():
     "A registry imports nothing: lotus_nb.core.registry imports no lotus_nb module, at its top or inside a function; the catalog's loader is the one place the registering modules are loaded (by name), and the method interface imports no method"
     g = import_graph.graph()
-    assert (g['registry']['top'], g['registry']['lazy'], g['registry']['by_name']) == ([], [], []), g['registry']
-    assert g['catalog']['top'] == ['registry'] and g['catalog']['lazy'] == [], g['catalog']
-    assert not (set(g['methods']['top']) | set(g['methods']['lazy'])) & method_modules(), "methods imports a method module"
-    assert [m for m, v in g.items() if not m.startswith('__') and v['loader'] and m != 'catalog'] == []
+    assert (g['core.registry']['top'], g['core.registry']['lazy'], g['core.registry']['by_name']) == ([], [], []), g['core.registry']
+    assert g['core.catalog']['top'] == ['core.registry'] and g['core.catalog']['lazy'] == [], g['core.catalog']
+    assert not (set(g['methods.base']['top']) | set(g['methods.base']['lazy'])) & method_modules(), "methods.base imports a method module"
+    assert [m for m, v in g.items() if not m.startswith('__') and v['loader'] and m != 'core.catalog'] == []
 
 def test_fresh_process_has_every_method():
     "Whatever module a process imports first, the registry is complete (a Ray worker's `unlearn('lotus', ...)` too), with no import loop"
     env = {**os.environ, 'OMP_NUM_THREADS': '1'}
     code = "import {}; from lotus_nb.methods.base import list_methods; print(','.join(list_methods()))"
     procs = {m: subprocess.Popen([sys.executable, '-c', code.format(m)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for m in ('lotus_nb.methods.base', 'lotus_nb.experiment', 'lotus_nb.methods.lotus', 'lotus_nb.metrics.report')}
+             for m in ('lotus_nb.methods.base', 'lotus_nb.running.benchmark', 'lotus_nb.methods.lotus', 'lotus_nb.metrics.report', 'lotus_nb')}
     for m, p in procs.items():
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, f"import {m}: {err[-2000:]}"
@@ -103,6 +104,6 @@ def test_fresh_process_has_every_method():
 
 def test_modules_and_notebooks_have_different_names():
     "A module never shares its name with a notebook of nbs/ (paper.py beside paper.ipynb confused readers)"
-    nbs = {p.stem for p in (PKG.parent/'nbs').glob('*.ipynb')}
-    clash = sorted(nbs & {p.stem for p in PKG.glob('*.py')})
+    nbs = {p.stem for p in (PKG.parent/'nbs').rglob('*.ipynb')}
+    clash = sorted(nbs & {p.stem for p in PKG.rglob('*.py')})
     assert not clash, f"modules named like a notebook: {clash}"

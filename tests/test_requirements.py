@@ -67,10 +67,10 @@ def scan(lib: Path = LIB):
     for it; `optional` lists the (module, extra, place) of every optional_import call; `soft` maps the modules imported
     in the body of a `try` that catches ImportError (within the same function) to their places."""
     static, optional, soft = {}, [], {}
-    files = sorted(lib.glob('*.py'))
+    files = sorted(lib.rglob('*.py'))
     assert files, f"no modules in {lib}"
     for path in files:
-        where = f"lotus_nb/{path.name}"
+        where = f"lotus_nb/{path.relative_to(lib).as_posix()}"
         imps = import_graph.scan_file(path)
         opt = [i for i in imps if i.how == 'optional_import']
         for i in opt:
@@ -143,7 +143,7 @@ def test_runtime_requirements_are_the_imports():
     "Every third-party module that lotus_nb imports is a runtime requirement, and every requirement is imported"
     static, _, soft = scan()
     declared = req_names(settings()['requirements'])
-    source = '\n'.join(p.read_text(encoding='utf-8') for p in LIB.glob('*.py'))
+    source = '\n'.join(p.read_text(encoding='utf-8') for p in LIB.rglob('*.py'))
     problems = runtime_problems(static, declared, source, soft)
     assert not problems, '\n'.join(problems)
     assert not {'fastcore', 'nbdev', 'execnb'} & declared, "the nbdev toolchain belongs in dev_requirements"

@@ -49,8 +49,9 @@ def page_name(nb:str|Path) -> str:
     return _nbpath2html(Path(Path(nb).name).with_suffix('.ipynb')).name
 
 def site_notebooks() -> list[Path]:
-    "Every notebook of the site: the `.ipynb` files in `nbs/` that nbdev processes (not `_`- or `.`-prefixed)"
-    return sorted(p for p in nbs_path().glob('*.ipynb') if not p.name.startswith(('_', '.')))
+    "Every notebook of the site: the `.ipynb` files in `nbs/` and its subpackage folders that nbdev processes (not `_`- or `.`-prefixed)"
+    nbs = nbs_path()
+    return sorted(p for p in nbs.rglob('*.ipynb') if not any(x.startswith(('_', '.')) for x in p.relative_to(nbs).parts))
 
 def slug(text:str) -> str:
     "Pandoc's identifier for a heading (as Quarto assigns it): lower case, punctuation but `_-.` dropped, spaces to `-`"
@@ -214,9 +215,11 @@ def link_html(text:str) -> str:
     soup = BeautifulSoup(text, 'html.parser')
     for a in soup.find_all('a', href=True):
         href = a['href']
-        if site_url != '/' and href.startswith(site_url): href = href[len(site_url):] or 'index.html'
+        if site_url != '/' and href.startswith(site_url):   # nbdev's doc link: <site>/methods/lotus.html#anchor, a page of the flat site
+            href = href[len(site_url):] or 'index.html'
+            href = href.rsplit('/', 1)[-1] if re.match(r'^[^#?]*\.html', href) else href
         m = re.match(r'^(?![a-z][a-z0-9+.-]*:|/)([^#?]*?)([^/#?]+)\.ipynb(#.*)?$', href)
-        if m: href = m[1] + page_name(m[2]) + (m[3] or '')
+        if m: href = page_name(m[2]) + (m[3] or '')   # the site is flat: a chapter in nbs/<subpackage>/ is a page beside the others
         a['href'] = href
     for h in soup.find_all(re.compile(r'^h[1-6]$')):
         text = h.get_text(' ', strip=True).rstrip('¶').strip()

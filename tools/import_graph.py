@@ -147,12 +147,12 @@ def arrows(path, mods, imports=None, pkg:str='lotus_nb') -> list:
         else: out.extend((f"{name}.{n}" if name else n, i) for n in i.names if (f"{name}.{n}" if name else n) in mods)   # from lotus_nb.data import splits
     return out
 
-def graph(pkg:Path=PKG) -> dict:
-    "module -> {layer, lines, top, lazy, by_name, loader, dynamic}: its floor and its arrows by kind (module stems)"
+def graph(pkg:Path=PKG, name:str='lotus_nb') -> dict:
+    "module -> {layer, lines, top, lazy, by_name, loader, dynamic}: its floor and its arrows by kind (dotted names within the package `name`)"
     mods = modules(pkg)
     g = {}
     for m, p in mods.items():
-        imps = scan_file(p); ar = arrows(p, mods, imps)
+        imps = scan_file(p); ar = arrows(p, mods, imps, name)
         g[m] = dict(lines=len(p.read_text(encoding='utf-8').splitlines()),
                     top=sorted({d for d, i in ar if not i.lazy and i.how in ('import', 'from')} - {m}),
                     lazy=sorted({d for d, i in ar if i.lazy and i.how in ('import', 'from')}),

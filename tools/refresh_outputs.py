@@ -18,7 +18,7 @@ papermill (`skip_exec` in their front matter: experiments, paper, ablations, ...
 them (but see `experiments` below). After `index.ipynb` (settings.ini's `readme_nb`) is rewritten, README.md is
 regenerated from it (`tools/make_readme.py`).
 
-    python tools/refresh_outputs.py                           # every chapter: index, nbs/NN*_*.ipynb and the guide pages with code, in place
+    python tools/refresh_outputs.py                           # every chapter: index, nbs/NN_*.ipynb and nbs/<subpackage>/NN_*.ipynb and the guide pages with code, in place
     python tools/refresh_outputs.py 37_theory nbs/data/22_hashing.ipynb   # these (names, file names or paths)
     python tools/refresh_outputs.py --check 37_theory         # execute, compare with the stored outputs, write nothing
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
@@ -53,17 +53,18 @@ from _nbtools import ROOT, config, skip_flags, skip_cell   # nbdev's config and 
 def nbs_path() -> Path: return config().nbs_path
 
 def chapters() -> list[Path]:
-    """The chapters: `index.ipynb`, the numbered notebooks `nbs/NN*_*.ipynb` and the guide pages `nbs/guide_*.ipynb`
+    """The chapters: `index.ipynb`, the numbered notebooks `nbs/NN_*.ipynb and nbs/<subpackage>/NN_*.ipynb` and the guide pages `nbs/guide_*.ipynb`
     that hold code (not the papermill notebooks)"""
     nbs = nbs_path()
     guides = [p for p in sorted(nbs.glob('guide_*.ipynb')) if any(c['cell_type'] == 'code' for c in json.loads(p.read_text(encoding='utf-8'))['cells'])]
-    return [nbs/'index.ipynb', *sorted(p for p in nbs.glob('*.ipynb') if re.match(r'\d\d\w*_', p.name)), *guides]
+    return [nbs/'index.ipynb', *sorted((p for p in nbs.rglob('*.ipynb') if re.match(r'\d\d\w*_', p.name) and '.ipynb_checkpoints' not in p.parts),
+                                       key=lambda p: p.name), *guides]
 
 def resolve(name:str) -> Path:
     "A notebook named as `37_theory`, `methods/37_theory.ipynb` or a path"
     p = Path(name)
     if p.suffix != '.ipynb': p = p.with_name(p.name + '.ipynb')
-    for cand in (p, nbs_path()/p.name):
+    for cand in (p, nbs_path()/p, *sorted(nbs_path().rglob(p.name))):
         if cand.exists(): return cand.resolve()
     raise SystemExit(f'no notebook {name!r} (looked for {p} and {nbs_path()/p.name})')
 
@@ -650,7 +651,7 @@ def check_experiments(where:Path|None=None, params:dict|None=None) -> list[str]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index, nbs/NN*_*.ipynb and the guide pages with code)')
+    ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index, nbs/NN_*.ipynb and nbs/<subpackage>/NN_*.ipynb and the guide pages with code)')
     ap.add_argument('--n_workers', type=int, default=min(os.cpu_count() or 1, 8), help='notebooks run at once (default: the CPU count, at most 8)')
     ap.add_argument('--check', action='store_true', help='compare the stored outputs with a fresh run; write nothing')
     ap.add_argument('--out', help='write the executed notebooks into this folder instead of in place')
