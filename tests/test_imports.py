@@ -2,7 +2,7 @@
 one import scanner: it sees module-level imports, imports inside functions, `import_module` on a literal name, and the
 names a loader takes from a literal tuple (the catalog's `BUILTIN_PLUGINS`, which it prints as what it is). The graph of
 lotus_nb/ has no loop and no arrow to a module on the same or a higher floor."""
-import os, subprocess, sys
+import os, re, subprocess, sys
 from helpers import ROOT, import_graph
 
 SAMPLE = '''
@@ -89,3 +89,27 @@ def test_no_module_loads_the_catalog_when_imported():
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT)}
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=600)
     assert res.returncode == 0 and res.stdout.strip() == 'ok', res.stderr[-3000:]
+
+def test_subpackages_by_kind_of_work():
+    """lotus_nb is its seven subpackages and the two top-level modules (the lazy API in `__init__`, `all`); `nbs/` has a folder
+    per subpackage holding exactly the chapters that export its modules, numbered in the subpackages' order; no module of a
+    subpackage imports a later subpackage but `running.reporting`, which writes the paper's tables (`paper.paper_tables`)"""
+    pkg, nbs = ROOT/'lotus_nb', ROOT/'nbs'
+    assert sorted(p.name for p in pkg.iterdir() if p.is_dir() and p.name != '__pycache__') == sorted(import_graph.SUBPACKAGES)
+    assert sorted(p.name for p in pkg.glob('*.py')) == ['__init__.py', '_modidx.py', 'all.py']
+    mods = import_graph.modules()
+    assert {m.split('.')[0] for m in mods} == set(import_graph.SUBPACKAGES)
+    from nbdev.doclinks import nbglob
+    numbers = {}
+    for nb in nbglob(nbs, as_path=True):
+        rel = nb.relative_to(nbs)
+        src = nb.read_text(encoding='utf-8')
+        exp = re.search(r'"#\|\s*default_exp\s+([\w.]+)', src)
+        if exp and exp[1] not in ('__init__', 'all'):
+            assert rel.parts[0] == exp[1].split('.')[0], f"{rel} exports {exp[1]}: it belongs in nbs/{exp[1].split('.')[0]}/"
+            assert exp[1] in mods, (rel, exp[1])
+        if len(rel.parts) == 2: numbers.setdefault(rel.parts[0], []).append(int(rel.name.split('_')[0]))
+    order = [numbers[s] for s in import_graph.SUBPACKAGES]
+    assert all(max(a) < min(b) for a, b in zip(order, order[1:])), "chapter numbers follow the subpackages' order"
+    against = import_graph.problems(import_graph.graph())['against']
+    assert against == [('running', 'paper')], against
