@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['check_choice', 'check_seed', 'check_fraction', 'check_threads', 'optional_import', 'renamed', 'renamed_kwargs',
-           'old_names']
+__all__ = ['check_choice', 'check_seed', 'check_fraction', 'check_threads', 'optional_import', 'renamed_kwargs']
 
 # %% ../../nbs/core/02_checks.ipynb #c661e2d3
 def check_choice(value,    # the value a user passed
@@ -54,22 +53,10 @@ def optional_import(module:str, # the module to import, e.g. 'ray'
                           f"pip install \"lotus_nb[{extra}]\"") from e
 
 # %% ../../nbs/core/02_checks.ipynb #ec8d52b0
-import functools, sys, warnings
+import functools, warnings
 
 def _deprecation(old:str, new:str, since:str, until:str):
     warnings.warn(f"{old} is now {new} (lotus_nb {since}); the old name goes in {until}", DeprecationWarning, stacklevel=3)
-
-def renamed(fn,                # the function under its new name
-            old:str,           # its old name, e.g. 'lotus_nb.metrics.report.paper_aggregate'
-            since:str='0.8',   # the version that renamed it
-            until:str='0.9',   # the version that removes the old name
-           ):
-    "`fn` under its old name `old`: the same function, warning on each call that it is now `fn`"
-    @functools.wraps(fn)
-    def old_name(*args, **kwargs):
-        _deprecation(old, f"{fn.__module__}.{fn.__qualname__}", since, until); return fn(*args, **kwargs)
-    old_name.__name__ = old_name.__qualname__ = old.rsplit('.', 1)[-1]
-    return old_name
 
 def renamed_kwargs(since:str='0.8',  # the version that renamed them
                    until:str='0.9',  # the version that removes the old keywords
@@ -86,19 +73,3 @@ def renamed_kwargs(since:str='0.8',  # the version that renamed them
             return fn(*args, **kwargs)
         return wrapper
     return deco
-
-def old_names(module:str,          # the module's __name__
-              renamed:dict=None,   # old name -> its new name in the same module
-              moved:dict=None,     # name -> the module it lives in now (a module object)
-              since:str='0.8',     # the version of the change
-              until:str='0.9',     # the version that removes the old names
-             ):
-    "A module `__getattr__`: each old name of `module` served for one version, with a `DeprecationWarning` naming where it is now"
-    renamed, moved = renamed or {}, moved or {}
-    def __getattr__(name):
-        if name in renamed: obj, new = getattr(sys.modules[module], renamed[name]), f"{module}.{renamed[name]}"
-        elif name in moved: obj, new = getattr(moved[name], name), f"{moved[name].__name__}.{name}"
-        else: raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        _deprecation(f"{module}.{name}", new, since, until)
-        return obj
-    return __getattr__

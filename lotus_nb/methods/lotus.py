@@ -180,9 +180,3 @@ def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain 
             task.orig_acc_unseen = top1(*out['unseen']).item()   # accuracy_of's arithmetic on these outputs: LoTUS's number
     res = unlearn('lotus', model, task, arch=arch, progress=progress, **hyper)
     return res.model, res.record
-
-# %% ../../nbs/methods/36_lotus.ipynb #f28adfb7
-from lotus_nb.core.checks import renamed
-legacy_accuracy = renamed(authors_accuracy, 'lotus_nb.methods.lotus.legacy_accuracy')   # the old names, until they go in 0.9
-legacy_stop_reached = renamed(authors_stop_reached, 'lotus_nb.methods.lotus.legacy_stop_reached')
-legacy_tau = renamed(authors_tau, 'lotus_nb.methods.lotus.legacy_tau')

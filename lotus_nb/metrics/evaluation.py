@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, warnings
 from dataclasses import dataclass
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-from ..core.checks import check_choice, renamed, renamed_kwargs
+from ..core.checks import check_choice, renamed_kwargs
 from ..models.training import predict
 from ..data.user_data import as_splits
 from ..data.set_checks import check_disjoint
@@ -373,9 +373,6 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     res = {**{k: res[k] for k, _ in METRIC_FNS.items() if k in res}, **res}   # the registry's order
     if return_entropies: res['entropies'] = {k: v.cpu().numpy() for k, v in mia_ent.items()}
     return res
-
-# %% ../../nbs/metrics/53_evaluation.ipynb #02fe7e46
-js_legacy = renamed(js_authors, 'lotus_nb.metrics.evaluation.js_legacy')   # the old name, until it goes in 0.9
 
 # %% ../../nbs/metrics/53_evaluation.ipynb #2aa97058
 from ..core.device import Timer, model_device

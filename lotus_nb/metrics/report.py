@@ -372,8 +372,3 @@ def plot_entropy(entropies:dict,                # method -> {'forget': array, 'r
         ax.set(title=display_name(m), xlabel='entropy (nats)')
     axs[0][0].legend(fontsize=7); fig.suptitle(title); fig.tight_layout()
     return fig
-
-# %% ../../nbs/metrics/54_report.ipynb #8d51a687
-from lotus_nb.core.checks import renamed
-paper_aggregate = renamed(aggregate_authors, 'lotus_nb.metrics.report.paper_aggregate')
-paper_cell = renamed(cell_authors, 'lotus_nb.metrics.report.paper_cell')

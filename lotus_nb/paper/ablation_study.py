@@ -181,8 +181,3 @@ def table_retain_sweep(sweep:pd.DataFrame # LoTUS rows with their retain_pct (sw
     "Avg Gap, JSD x1e4 and time of LoTUS per retain fraction (columns), the lowest of each row ranked first"
     rows = {k: MAIN_ROWS[k] for k in ABLATION_ROWS}
     return metric_table(sweep.assign(method=sweep.retain_pct.map(lambda p: f'retain {p:.2f}')), rows)
-
-# %% ../../nbs/paper/74_ablation_study.ipynb #209b758d
-import lotus_nb.paper.paper_tables
-from lotus_nb.core.checks import old_names
-__getattr__ = old_names(__name__, moved={n: lotus_nb.paper.paper_tables for n in ('table_cifar', 'table_gumbel', 'with_synthetic', 'rename_column', 'SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'GUMBEL_VARIANTS')})

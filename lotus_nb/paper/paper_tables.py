@@ -7,14 +7,12 @@ from __future__ import annotations
 import dataclasses
 import numpy as np, pandas as pd
 from ..core.registry import View
-from ..core.checks import renamed, old_names
 from ..methods.base import MethodConfig, method_config, list_methods, display_name, is_reference, role_method
 from ..metrics.evaluation import GAP_KEYS
 from ..metrics.report import (fmt_pm, make_table, metric_table, extra_rows, MAIN_ROWS, RESOURCE_ROWS, SUPP_LABELS, EXTRA_MIA, gaps_to_gold,
     aggregate_authors, cell_authors, rank_ties, PAPER_DIGITS, paper_methods, PAPER_ROWS, MISSING, shape, _authors_agg, SUPP_ROWS, SUPP_RANKED,
     CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table, table_rows, table_columns, ranked_columns)
 from .paper_plan import PAPER_BENCHMARKS, block_label
-import lotus_nb.paper.paper_plan, lotus_nb.paper.artifacts, lotus_nb.paper.forget_sample
 
 # %% auto #0
 __all__ = ['SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'PAPER_COLUMNS', 'VARIANT_OF', 'IMAGENET_COLS', 'IMAGENET_RANKED',
@@ -347,19 +345,3 @@ def table_zrf(results:pd.DataFrame, # rows of one benchmark with rf_jsd, zrf and
         out.loc['p-value', col] = f'{r.pvalue:.4f}' if r else ''
         if costs: out.loc['cost (s)', col] = f"{costs['rf_jsd' if c == 'rf_jsd' else 'zrf']:.4f}"
     return out.fillna('')
-
-# %% ../../nbs/paper/71_paper_tables.ipynb #2589b3ea
-table_paper = renamed(table_avg_gap_authors, 'lotus_nb.metrics.report.table_paper')
-table_supp_paper = renamed(table_avg_gap_supp_authors, 'lotus_nb.metrics.report.table_supp_paper')
-paper_table = renamed(table_authors, 'lotus_nb.paper.paper_tables.paper_table')
-paper_certainty = renamed(certainty_authors, 'lotus_nb.paper.paper_tables.paper_certainty')
-table_large_scale = renamed(table_imagenet_authors, 'lotus_nb.paper.paper_tables.table_large_scale')
-pcc_paper = renamed(pcc_jsd_rf_authors, 'lotus_nb.paper.paper_tables.pcc_paper')
-table_pcc_paper = renamed(table_pcc_authors, 'lotus_nb.paper.paper_tables.table_pcc_paper')
-table_gumbel_paper = renamed(table_gumbel_authors, 'lotus_nb.paper.paper_tables.table_gumbel_paper')
-_MOVED = {**{n: lotus_nb.paper.paper_plan for n in ('PaperBenchmark', 'PB', 'PAPER_BENCHMARKS', 'PAPER_SEEDS', 'STAND_INS', 'STAND_IN_MODELS', 'STAND_IN_CLASSES',
-                                             'SYNTHETIC_UNSEEN', 'LABELS', 'Planned', 'check_scale', 'plan_benchmark', 'on_datasets', 'plan_table',
-                                             'left_out', 'unique_specs', 'paper_parts')},
-          **{n: lotus_nb.paper.artifacts for n in ('artifact_name', 'save_artifact', 'save_missing', 'write_index', 'PUBLISHED')},
-          **{n: lotus_nb.paper.forget_sample for n in ('pick_memorised', 'plot_fig1')}}
-__getattr__ = old_names(__name__, renamed={'GUMBEL_NAMES': 'GUMBEL_VARIANTS', 'LARGE_COLS': 'IMAGENET_COLS', 'LARGE_RANKED': 'IMAGENET_RANKED'}, moved=_MOVED)

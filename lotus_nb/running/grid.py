@@ -302,11 +302,6 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
                 if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row_summary(row)} (Ray node {out['node']})")
             plan.stored(store, i, new)
 
-# %% ../../nbs/running/61_grid.ipynb #15a6d5b0
-from lotus_nb.core.checks import renamed
-report = renamed(collect_benchmark, 'lotus_nb.running.grid.report')   # the old names, until they go in 0.9
-streisand = renamed(entropy_figure_methods, 'lotus_nb.running.grid.streisand')
-
 # %% ../../nbs/running/61_grid.ipynb #5f24f9d2
 def rehearsal_paths(folder,          # a real run's out_dir (or cache_dir); None passes
                     fast_dev_run:int=0 # the rehearsal's batches; 0: the real run, folder unchanged
