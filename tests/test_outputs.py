@@ -45,7 +45,7 @@ def fresh(request):
     chosen = {it.callspec.params['name'] for it in request.session.items
               if getattr(it, 'originalname', '') == 'test_chapter_outputs_up_to_date' and hasattr(it, 'callspec')}
     names = [n for n in CHEAP if n in chosen or not chosen]
-    res = ro.refresh([ROOT/'nbs'/f'{n}.ipynb' for n in names], n_workers=2, check_only=True, timeout=600, log=lambda m: None)
+    res = ro.refresh([ro.resolve(n) for n in names], n_workers=2, check_only=True, timeout=600, log=lambda m: None)
     return {p.stem: r for p, r in res.items()}
 
 @pytest.mark.parametrize('name', list(CHEAP))
@@ -54,7 +54,7 @@ def test_chapter_outputs_up_to_date(fresh, same_numerics, name):
     (none stored counts as stale)"""
     same, here, stored = same_numerics
     res = fresh[name]
-    assert res['status'] == 'ok', ro._report(ROOT/'nbs'/f'{name}.ipynb', res)
+    assert res['status'] == 'ok', ro._report(ro.resolve(name), res)
     if name in MACHINE_DEPENDENT and not same:
         pytest.skip(f"{name} ran and its checks passed; it shows trained models, and this machine's arithmetic ({here}) is not the one "
                     f"that stored its outputs ({stored or 'none stored'}): refresh them here with `python tools/refresh_outputs.py` to compare")
@@ -69,7 +69,7 @@ SOURCE_DEPENDENT = ['75_published']   # chapters that read the paper's .tex when
 def test_outputs_hold_without_the_paper_source(monkeypatch, name):
     "Without the paper's source ($LOTUS_NB_PAPER_TEX empty, as unset): the chapter's stored outputs are still the fresh ones"
     monkeypatch.setenv('LOTUS_NB_PAPER_TEX', '')
-    probs = ro.check([ROOT/'nbs'/f'{name}.ipynb'], n_workers=1, timeout=600)[(ROOT/'nbs'/f'{name}.ipynb').resolve()]
+    probs = ro.check([ro.resolve(name)], n_workers=1, timeout=600)[(ro.resolve(name)).resolve()]
     assert not probs, f"{name}.ipynb shows other outputs without the paper's source:\n" + '\n'.join(probs)[:4000]
 
 def test_cheap_chapters_exist():

@@ -11,11 +11,14 @@ from .registry import PLUGIN_GROUPS, registering, is_registered
 __all__ = ['BUILTIN_PLUGINS', 'PLUGINS', 'PluginWarning', 'load_plugin', 'load_plugins']
 
 # %% ../../nbs/core/06_catalog.ipynb #4a682933
-BUILTIN_PLUGINS = ('lotus_nb.data.formats_idx', 'lotus_nb.data.formats_cifar', 'lotus_nb.data.formats_folders', 'lotus_nb.data.mufac',   # the datasets' readers
+# the datasets' readers
+BUILTIN_PLUGINS = ('lotus_nb.data.formats_idx', 'lotus_nb.data.formats_cifar', 'lotus_nb.data.formats_folders', 'lotus_nb.data.mufac',
                    'lotus_nb.methods.gold', 'lotus_nb.methods.finetune', 'lotus_nb.methods.neggrad', 'lotus_nb.methods.random_label', 'lotus_nb.methods.bad_teacher',   # the methods
                    'lotus_nb.methods.scrub', 'lotus_nb.methods.ssd', 'lotus_nb.methods.unsir', 'lotus_nb.methods.salun', 'lotus_nb.methods.lotus', 'lotus_nb.methods.lotus_salun',
-                   'lotus_nb.methods.cf_k', 'lotus_nb.methods.eu_k', 'lotus_nb.methods.l1_sparse',   # the field's methods beyond the paper's (run when named)
-                   'lotus_nb.running.synthetic', 'lotus_nb.running.privacy')   # an unseen-set generator; the privacy audit's split rule and run arrays
+                   # the field's methods beyond the paper's (run when named)
+                   'lotus_nb.methods.cf_k', 'lotus_nb.methods.eu_k', 'lotus_nb.methods.l1_sparse',
+                   # an unseen-set generator; the privacy audit's split rule and run arrays
+                   'lotus_nb.running.synthetic', 'lotus_nb.running.privacy')
 
 # %% ../../nbs/core/06_catalog.ipynb #f56afa54
 class PluginWarning(UserWarning):

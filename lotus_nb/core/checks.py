@@ -68,7 +68,8 @@ def renamed_kwargs(since:str='0.8',  # the version that renamed them
         def wrapper(*args, **kwargs):
             for old, new in old_to_new.items():
                 if old not in kwargs: continue
-                if new in kwargs: raise TypeError(f"{fn.__qualname__}() got both {old}= and {new}=: {old} is the old name of {new}; pass {new} alone")
+                if new in kwargs: raise TypeError(f"{fn.__qualname__}() got both {old}= and {new}=: {old} is the old name of {new}; pass "
+                                                  f"{new} alone")
                 _deprecation(f"{fn.__qualname__}({old}=...)", f"{fn.__qualname__}({new}=...)", since, until); kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
         return wrapper

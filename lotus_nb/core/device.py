@@ -31,7 +31,8 @@ PRECISIONS = ('fp32', 'bf16')   # the authors' numerics (float32, deterministic 
 
 def _parse_precision(v): # a setting or a $LOTUS_PRECISION value; '' and None: the default, 'fp32'
     s = 'fp32' if v is None or str(v).strip() == '' else str(v).strip().lower()
-    if s not in PRECISIONS: raise ValueError(f"precision {v!r}: valid choices are {', '.join(map(repr, PRECISIONS))} ($LOTUS_PRECISION: fp32 or bf16)")
+    if s not in PRECISIONS: raise ValueError(f"precision {v!r}: valid choices are {', '.join(map(repr, PRECISIONS))} ($LOTUS_PRECISION: "
+                                             f"fp32 or bf16)")
     return s
 
 PRECISION = dict(mode=_parse_precision(os.environ.get('LOTUS_PRECISION')), # what was asked: 'fp32' or 'bf16'

@@ -39,9 +39,13 @@ def check_writable(folder,            # a folder to write in; it may not exist y
                   ) -> Path:
     "Refuse `folder` unless it is, or can be created as, a folder this process can write in: no file on its path, no nearest folder that refuses a new entry"
     folder = Path(folder); p = folder
-    while not os.path.exists(p) and p != p.parent: p = p.parent   # the nearest part of the path that exists (or that this process may not see)
+    # the nearest part of the path that exists (or that this process may not see)
+    while not os.path.exists(p) and p != p.parent: p = p.parent
     if not p.is_dir():
-        raise NotADirectoryError(f"{what} {folder} exists and is not a folder" if p == folder else f"{what} {folder} cannot be created: {p} is a file")
-    try: os.rmdir(tempfile.mkdtemp(prefix='.lotus_nb_probe_', dir=p))   # the file system's own answer: permissions, a read-only mount, an ACL
-    except OSError as e: raise PermissionError(f"{what} {folder} cannot be written: {p.absolute()} refuses a new entry ({e.strerror})") from None
+        raise NotADirectoryError(f"{what} {folder} exists and is not a folder" if p == folder else f"{what} {folder} cannot be created: "
+                                 f"{p} is a file")
+    # the file system's own answer: permissions, a read-only mount, an ACL
+    try: os.rmdir(tempfile.mkdtemp(prefix='.lotus_nb_probe_', dir=p))
+    except OSError as e: raise PermissionError(f"{what} {folder} cannot be written: {p.absolute()} refuses a new entry "
+                                               f"({e.strerror})") from None
     return folder

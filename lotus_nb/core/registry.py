@@ -13,7 +13,8 @@ __all__ = ['LAYERS', 'PLUGIN_GROUPS', 'check_layer', 'registering', 'plugin_pack
 
 # %% ../../nbs/core/01_registry.ipynb #a1a70002
 LAYERS = ('builtin', 'plugin', 'user')   # a registration's layer, the lowest precedence first: lotus_nb's own, an installed plugin's, yours
-PLUGIN_GROUPS = ('lotus_nb.methods', 'lotus_nb.datasets', 'lotus_nb.metrics')   # the entry-point groups in which a plugin package declares itself
+# the entry-point groups in which a plugin package declares itself
+PLUGIN_GROUPS = ('lotus_nb.methods', 'lotus_nb.datasets', 'lotus_nb.metrics')
 
 _SETTING = []   # the layers `registering` has set, the innermost last
 
@@ -67,7 +68,8 @@ class Registry(Mapping):
         self._layers[layer_of(entry) if layer is None else check_layer(layer)][name] = entry
         return entry
     def __setitem__(self, name, entry): self.register(name, entry)
-    def __delitem__(self, name): raise TypeError(f"a registry does not support item deletion: take a registration back with `registered` (the {self.what} {name!r})")
+    def __delitem__(self, name): raise TypeError(f"a registry does not support item deletion: take a registration back with `registered` "
+                                                 f"(the {self.what} {name!r})")
     def __getitem__(self, name):
         for l in reversed(LAYERS):
             if name in self._layers[l]: return self._layers[l][name]

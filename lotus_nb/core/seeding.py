@@ -28,7 +28,8 @@ def seeded(seed:int=None # seeds the host's random streams inside the block; Non
     finally: torch.set_rng_state(state[0]); np.random.set_state(state[1]); random.setstate(state[2])
 
 # %% ../../nbs/core/04_seeding.ipynb #59bc6378
-PROBE_SEEDS = (0, 1, 2, 3)   # their first draws fall on both sides of 1/2 in torch's, numpy's and Python's streams (seeds 1 and 2 alone do not in torch's)
+# their first draws fall on both sides of 1/2 in torch's, numpy's and Python's streams (seeds 1 and 2 alone do not in torch's)
+PROBE_SEEDS = (0, 1, 2, 3)
 RANDOM_OPS = ('Random', 'ColorJitter', 'AutoAugment', 'AugMix', 'TrivialAugment', 'ElasticTransform', 'GaussianBlur', 'Mixup', 'CutMix')
 
 def random_transform(ds,            # a map-style Dataset

@@ -70,5 +70,6 @@ def spawn_safe(ds,              # the Dataset the DataLoader reads
     "`num_workers`, or 0 with a `WorkersWarning` where workers are not forked and could not load `ds` (see `unspawnable`)"
     if not num_workers or (method := method or start_method()) == 'fork' or not (why := unspawnable(ds)): return num_workers
     warnings.warn(f"{type(ds).__name__} is read without DataLoader workers: workers started by {method!r} unpickle it, and {why}. "
-                  "Define its classes and transforms in a module (a .py file it imports) to read it with workers.", WorkersWarning, stacklevel=3)
+                  "Define its classes and transforms in a module (a .py file it imports) to read it with "
+                  "workers.", WorkersWarning, stacklevel=3)
     return 0

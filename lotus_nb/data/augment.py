@@ -72,7 +72,8 @@ def augment_batch(x:torch.Tensor,       # B x C x H x W batch, float 0-255
     if kind == 'flip': return random_flip(x, generator)
     if kind == 'mufac': return color_jitter(random_affine(random_flip(x, generator), generator), generator)
     b, c, h, w = x.shape; p = max(1, h//8)
-    xp = F.pad(x, (p, p, p, p), mode='replicate' if kind == 'crop_edge_flip' else 'constant')   # torchvision's padding_mode 'edge' is 'replicate'
+    # torchvision's padding_mode 'edge' is 'replicate'
+    xp = F.pad(x, (p, p, p, p), mode='replicate' if kind == 'crop_edge_flip' else 'constant')
     oy, ox = (torch.randint(0, 2*p+1, (2, b), generator=generator)).to(x.device)
     rows = (oy[:,None] + torch.arange(h, device=x.device))[:,None,:,None]
     cols = (ox[:,None] + torch.arange(w, device=x.device))

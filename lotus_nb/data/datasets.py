@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np, torch, torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from ..core.checks import check_choice, check_seed, check_fraction, optional_import   # the ground floor's checks, handed on: nbs/core/02_checks.ipynb
+# the ground floor's checks, handed on: nbs/core/02_checks.ipynb
+from ..core.checks import check_choice, check_seed, check_fraction, optional_import
 
 log = logging.getLogger('lotus_nb')
 
@@ -114,7 +115,8 @@ class ImageData:
     def __post_init__(self):
         if self.mean is None and self.in_memory and len(self.x_train):
             x = self.x_train.float()/255
-            with torch_threads(1):   # a float32 reduction: its last bits depend on how many threads split it, and every run normalises with them
+            # a float32 reduction: its last bits depend on how many threads split it, and every run normalises with them
+            with torch_threads(1):
                 self.mean = tuple(x.mean((0,2,3)).tolist()); self.std = tuple(x.std((0,2,3)).clamp_min(1e-3).tolist())
     @property
     def in_memory(self) -> bool: return isinstance(self.x_train, torch.Tensor)
@@ -133,7 +135,8 @@ class ImageData:
 from ..core.registry import Registry   # a plain table in three layers: nbs/core/01_registry.ipynb
 from ..core.catalog import load_plugins   # the readers and the plugins, loaded by what resolves a name: nbs/core/06_catalog.ipynb
 BENCHMARK_KEYS = ('train_size', 'img_size', 'augment', 'recipe', 'method_overrides',   # what a registration's benchmark defaults may set;
-                  'paper_size', 'max_step_scale')   # the training-set size whose step budget its methods keep, and the most they scale to it (benchmark_spec.step_budget)
+                  # the training-set size whose step budget its methods keep, and the most they scale to it (benchmark_spec.step_budget)
+                  'paper_size', 'max_step_scale')
 
 @dataclass(frozen=True)
 class DatasetDefaults:
@@ -192,7 +195,8 @@ def dataset_defaults(name:str, # a registered dataset, e.g. 'cifar10'
 # %% ../../nbs/data/10_datasets.ipynb #0f8ada6f
 HOW_TO_GET = Registry('how to get')   # dataset name -> how to get its files, the end of find_data's error; each reader adds its own
 
-ONLY_ROOT = contextvars.ContextVar('lotus_nb_only_root', default=False)   # True while load_dataset(only_root=True) loads: data_dirs(root) is root alone
+# True while load_dataset(only_root=True) loads: data_dirs(root) is root alone
+ONLY_ROOT = contextvars.ContextVar('lotus_nb_only_root', default=False)
 
 def user_cache() -> Path:
     "lotus_nb's folder in the user's cache, `${XDG_CACHE_HOME:-~/.cache}/lotus_nb` (downloads in data/, image hashes in phash/)"
@@ -277,7 +281,8 @@ def uniform_sample(n:int,      # items to draw from
     return np.sort(np.random.RandomState(seed).permutation(n)[:int(frac*n)])
 
 # %% ../../nbs/data/10_datasets.ipynb #b51dace1
-LOADED_DATA = collections.OrderedDict()   # load_dataset's arguments (root's stamp) -> the ImageData made of them (subset, size, in memory): the last MAX_LOADED_DATA made
+# load_dataset's arguments (root's stamp) -> the ImageData made of them (subset, size, in memory): the last MAX_LOADED_DATA made
+LOADED_DATA = collections.OrderedDict()
 MAX_LOADED_DATA = 8   # the paper's six datasets and two variants: a grid of every benchmark makes each once
 
 def _stamp(root) -> tuple:

@@ -35,15 +35,18 @@ def read_cifar_pickle(path, # one file of a CIFAR python archive
     with open(path, 'rb') as f:
         try: return CifarUnpickler(f).load()
         except pickle.UnpicklingError as e:
-            raise pickle.UnpicklingError(f"{path} is refused: {e} (lotus_nb reads only arrays, strings and numbers from CIFAR's pickles)") from e
+            raise pickle.UnpicklingError(f"{path} is refused: {e} (lotus_nb reads only arrays, strings and numbers from CIFAR's "
+                                         f"pickles)") from e
 
 # %% ../../nbs/data/12_formats_cifar.ipynb #4ce48af0
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 CIFAR10_CLASSES = ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck']
 HOW_TO_GET.register('cifar10', "torchvision downloads it when the network allows (download=True); or download "
-                               "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz and extract it in one of these folders (it unpacks to cifar-10-batches-py/).", layer='builtin')
+                               "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz and extract it in one of these folders (it unpacks "
+                               "to cifar-10-batches-py/).", layer='builtin')
 HOW_TO_GET.register('cifar100', "torchvision downloads it when the network allows (download=True); or download "
-                                "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz and extract it in one of these folders (it unpacks to cifar-100-python/).", layer='builtin')
+                                "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz and extract it in one of these folders (it "
+                                "unpacks to cifar-100-python/).", layer='builtin')
 
 def read_cifar(folder,        # the extracted archive, e.g. cifar-10-batches-py/
                files,         # file names in folder, concatenated in this order
@@ -63,12 +66,15 @@ def _torchvision_download(cls:str):
         getattr(torchvision.datasets, cls)(str(folder), train=True, download=True)
     return _dl
 
-LOTUS_ALPHA_CIFAR10_RESNET18 = {'instance': {'alpha': 8.}, 'class': {'alpha': 32.}}   # the pair: reproduce_results.sh:19 --alpha 8; class_reproduce_results.sh:21 --alpha=32
+# the pair: reproduce_results.sh:19 --alpha 8; class_reproduce_results.sh:21 --alpha=32
+LOTUS_ALPHA_CIFAR10_RESNET18 = {'instance': {'alpha': 8.}, 'class': {'alpha': 32.}}
 
 @register_dataset('cifar10', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
                   train_images=50_000, heldout_images=10_000, num_classes=10, in_chans=3, label='C-10', in_paper=True, stand_in='digits',
-                  benchmark_by_arch={'resnet': dict(method_overrides={'lotus': LOTUS_ALPHA_CIFAR10_RESNET18}),   # LoTUS's alpha by kind of unlearning; 2 elsewhere
-                                     'vit': dict(augment='none')})   # the ViT gets no crop (helpers/data_utils.py:136-141), and CIFAR no flip (74)
+                  # LoTUS's alpha by kind of unlearning; 2 elsewhere
+                  benchmark_by_arch={'resnet': dict(method_overrides={'lotus': LOTUS_ALPHA_CIFAR10_RESNET18}),
+                                     # the ViT gets no crop (helpers/data_utils.py:136-141), and CIFAR no flip (74)
+                                     'vit': dict(augment='none')})
 def load_cifar10(root=None,    # folder searched first; see data_dirs
                  download=True, # let torchvision download the archive when it is not found
                  ):
@@ -76,7 +82,8 @@ def load_cifar10(root=None,    # folder searched first; see data_dirs
     base, _ = find_data('cifar10', ['cifar-10-batches-py/batches.meta'], root, download=_torchvision_download('CIFAR10') if download else None)
     xtr, ytr = read_cifar(base, [f'data_batch_{i}' for i in range(1, 6)], 'labels')
     xte, yte = read_cifar(base, ['test_batch'], 'labels')
-    return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'], mean=CIFAR_MEAN, std=CIFAR_STD)   # the registered statistics: none computed
+    # the registered statistics: none computed
+    return ImageData('cifar10', xtr, ytr, xte, yte, read_cifar_pickle(base/'batches.meta')['label_names'], mean=CIFAR_MEAN, std=CIFAR_STD)
 
 @register_dataset('cifar100', model='resnet18', img_size=32, augment='crop', mean=CIFAR_MEAN, std=CIFAR_STD, in_memory=True,
                   train_images=50_000, heldout_images=10_000, num_classes=100, in_chans=3, label='C-100', in_paper=True, stand_in='digits',

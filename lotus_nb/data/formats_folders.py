@@ -21,7 +21,8 @@ TINY_URL, TINY_MD5 = 'http://cs231n.stanford.edu/tiny-imagenet-200.zip', '90528d
 TINY_MEAN = tuple(v/255 for v in (122.4786, 114.2755, 101.3963))
 TINY_STD = tuple(v/255 for v in (70.4924, 68.5679, 71.8127))
 HOW_TO_GET.register('tinyimagenet', "It is downloaded from its official archive when the network allows (download=True); or download "
-                                    "http://cs231n.stanford.edu/tiny-imagenet-200.zip and unzip it in one of these folders (it unpacks to tiny-imagenet-200/).", layer='builtin')
+                                    "http://cs231n.stanford.edu/tiny-imagenet-200.zip and unzip it in one of these folders (it unpacks to "
+                                    "tiny-imagenet-200/).", layer='builtin')
 
 def read_tinyimagenet(base, # the tiny-imagenet-200/ folder
                      ):
@@ -63,10 +64,13 @@ IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 IMAGENET_FORGET, IMAGENET_RETAIN, IMAGENET_HELDOUT = 5, 45, 5   # per class: forget, retain, and each of unseen/test
 IMAGE_EXTS = {'.jpeg', '.jpg', '.png'}
 IMAGENET_RULES = ('seeded', 'first')   # forget_rule: the seed draws 5 of each class's 50, or the authors' first 5
-IMAGENET_PREPROCESS = ('authors', 'one')   # preprocess: each row's images as the authors' script for that row read them, or one pipeline for every row
-HOW_TO_GET.register('imagenet', "ImageNet-1k (ILSVRC2012) needs an account at https://image-net.org/download.php. Put ILSVRC2012_img_train.tar, "
+# preprocess: each row's images as the authors' script for that row read them, or one pipeline for every row
+IMAGENET_PREPROCESS = ('authors', 'one')
+HOW_TO_GET.register('imagenet', "ImageNet-1k (ILSVRC2012) needs an account at https://image-net.org/download.php. Put "
+                                "ILSVRC2012_img_train.tar, "
                                 "ILSVRC2012_img_val.tar and ILSVRC2012_devkit_t12.tar.gz in <folder>/imagenet/ and unpack them once with "
-                                "torchvision.datasets.ImageNet('<folder>/imagenet', split='train') and split='val'; or provide the class-folder trees "
+                                "torchvision.datasets.ImageNet('<folder>/imagenet', split='train') and split='val'; or provide the "
+                                "class-folder trees "
                                 "imagenet/train/<wnid>/*.JPEG and imagenet/val/<wnid>/*.JPEG.", layer='builtin')
 
 def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_EXTS)
@@ -95,20 +99,25 @@ def load_imagenet(root=None,    # folder searched first; see data_dirs
         train += files[:n]; ytr += [c]*n
     if any(p.is_dir() for p in (base/'val').iterdir()):
         val = [(p, wnids.index(w.name)) for w in sorted((base/'val').iterdir()) if w.is_dir() for p in _images(w)]
-    elif meta is None: raise FileNotFoundError(f"{base/'val'} holds images but no class folders, and {base/'meta.bin'} (the devkit's labels) is missing")
+    elif meta is None: raise FileNotFoundError(f"{base/'val'} holds images but no class folders, and {base/'meta.bin'} (the devkit's "
+                                               f"labels) is missing")
     else: val = [(p, wnids.index(w)) for p, w in zip(_images(base/'val'), meta[1])]
     fixed = dict(heldout_per_class=IMAGENET_HELDOUT)   # 'seeded': dataset_splits draws 10% of each class, 5 of 50
     if forget_rule == 'first':                          # the authors' rule: the first 5 of each class, for every seed
         pos = np.arange(len(ytr)) % n
         fixed.update(forget=np.flatnonzero(pos < IMAGENET_FORGET), retain=np.flatnonzero(pos >= IMAGENET_FORGET))
-    val, yval = [p for p, _ in val], [c for _, c in val]; first = 224 if preprocess == 'authors' else None   # unlearn_imagenet.py:80-88 is_vit=True: data_utils.py:136-141 prepends Resize(224)
-    views = dict(original=(ImageFiles(train, 224, 256), ImageFiles(val, 224, 256))) if first else None   # original_imagenet.py:65-73 is_vit=False: no Resize(224)
+    # unlearn_imagenet.py:80-88 is_vit=True: data_utils.py:136-141 prepends Resize(224)
+    val, yval = [p for p, _ in val], [c for _, c in val]; first = 224 if preprocess == 'authors' else None
+    # original_imagenet.py:65-73 is_vit=False: no Resize(224)
+    views = dict(original=(ImageFiles(train, 224, 256), ImageFiles(val, 224, 256))) if first else None
     return ImageData('imagenet', ImageFiles(train, 224, 256, first), torch.tensor(ytr), ImageFiles(val, 224, 256, first),
                      torch.tensor(yval), classes, fixed=fixed, views=views)
 
 # %% ../../nbs/data/13_formats_folders.ipynb #efce5f01
-HOW_TO_GET.register('cifake', "Download CIFAKE from Kaggle (https://www.kaggle.com/datasets/birdy654/cifake-real-and-ai-generated-synthetic-images) "
-                              "and unzip it into <folder>/cifake/ (only test/FAKE/ is used); the authors' regrouped cifake_classes/0..9/ works too.", layer='builtin')
+HOW_TO_GET.register('cifake', "Download CIFAKE from Kaggle "
+                              "(https://www.kaggle.com/datasets/birdy654/cifake-real-and-ai-generated-synthetic-images) "
+                              "and unzip it into <folder>/cifake/ (only test/FAKE/ is used); the authors' regrouped cifake_classes/0..9/ "
+                              "works too.", layer='builtin')
 
 def cifake_label(filename:str, # a file name of CIFAKE's test/FAKE/, e.g. '1000 (3).jpg'
                 ) -> int:      # CIFAR-10 class, 0-9

@@ -16,7 +16,8 @@ __all__ = ['FMNIST_FILES', 'FMNIST_CLASSES', 'DEFAULT_FMNIST_DIRS', 'load_digits
 # %% ../../nbs/data/11_formats_idx.ipynb #7b80bfad
 @register_dataset('digits', model='resnet18_small', img_size=8, augment='crop', in_memory=True,
                   train_images=1_297, heldout_images=500, num_classes=10, in_chans=1, label='digits',
-                  benchmark=dict(train_size=None, img_size=None, augment=None,   # the smoke benchmark: every image, native size, the augmentation above
+                  # the smoke benchmark: every image, native size, the augmentation above
+                  benchmark=dict(train_size=None, img_size=None, augment=None,
                                  recipe=dict(epochs=15, batch_size=128, lr=0.1, warmup=1, patience=None, schedule='cosine', keep='best')))
 def load_digits_data(root=None,    # unused: scikit-learn ships the images
                      download=True, # unused: nothing to download
@@ -47,8 +48,10 @@ def read_idx(path,           # IDX file; a .gz suffix is read through gzip
 FMNIST_FILES = ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte', 't10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte')
 FMNIST_CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot']
 DEFAULT_FMNIST_DIRS = ('/usr/share/datasets/fashion-mnist',)
-HOW_TO_GET.register('fashionmnist', "Install it with `apt-get install dataset-fashion-mnist` (Debian), let torchvision download it (download=True), "
-                                    "or put the four IDX files of https://github.com/zalandoresearch/fashion-mnist in one of these folders.", layer='builtin')
+HOW_TO_GET.register('fashionmnist', "Install it with `apt-get install dataset-fashion-mnist` (Debian), let torchvision download it "
+                                    "(download=True), "
+                                    "or put the four IDX files of https://github.com/zalandoresearch/fashion-mnist in one of these "
+                                    "folders.", layer='builtin')
 
 def find_idx(folder, # a folder searched, with its fashion-mnist/ and FashionMNIST/raw/ subfolders
              stem,   # file name without .gz, e.g. 'train-images-idx3-ubyte'
@@ -62,7 +65,9 @@ def find_idx(folder, # a folder searched, with its fashion-mnist/ and FashionMNI
 @register_dataset('fashionmnist', model='resnet18_small', img_size=28, augment='crop_flip', in_memory=True,
                   train_images=60_000, heldout_images=10_000, num_classes=10, in_chans=1, label='F-MNIST',
                   benchmark=dict(train_size=2_500, img_size=14, augment='none',   # the embedded default benchmark: small, and memorised,
-                                 paper_size=50_000, max_step_scale=5,   # its methods take the optimiser steps of CIFAR's 50,000 images, scaled 5 of 20 times: the main job's 7 minutes (benchmark_spec.step_budget)
+                                 # its methods take the optimiser steps of CIFAR's 50,000 images, scaled 5 of 20 times: the main job's 7
+                                 # minutes (benchmark_spec.step_budget)
+                                 paper_size=50_000, max_step_scale=5,
                                  recipe=dict(epochs=25, batch_size=256, lr=0.1, warmup=2, patience=None, schedule='cosine', keep='best')))
 def load_fashionmnist(root=None, # folder searched first for the four IDX files; then $LOTUS_DATA, the cache, Debian's
                       download=True): # let torchvision download them when no files are found

@@ -143,7 +143,8 @@ def plot_hash_diff(table:pd.DataFrame, # hash_diff_table
 
 # %% ../../nbs/data/22_hashing.ipynb #7e097c1c
 MUFAC_FOLDERS = dict(forget='train', retain='train', val='val', test='test')     # the image folder of each split
-MUFAC_REASONS = {'in retain': ('retain', 'train'), 'in test': ('test', 'test'), 'in train': ('train', 'train')}  # -> (split of the copy, folder)
+# -> (split of the copy, folder)
+MUFAC_REASONS = {'in retain': ('retain', 'train'), 'in test': ('test', 'test'), 'in train': ('train', 'train')}
 
 def mufac_folder(root=None # the data root to search; None: the default locations (find_data)
                 ) -> Path:

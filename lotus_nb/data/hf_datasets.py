@@ -80,9 +80,11 @@ def find_columns(features:dict,   # a datasets.Features: column -> feature
         image = _one([k for k, v in kinds.items() if v == 'image'] or arrays, [k for k in arrays if k in IMAGE_NAMES], 'image', kinds,
                      "an Image, nor an array of numbers")
     if kinds[label] not in ('classlabel', 'int'):
-        raise ValueError(f"the label column {label!r} holds {kinds[label]} values, not class indices: name an integer or ClassLabel column; the columns are {_columns(kinds)}")
+        raise ValueError(f"the label column {label!r} holds {kinds[label]} values, not class indices: name an integer or ClassLabel "
+                         f"column; the columns are {_columns(kinds)}")
     if kinds[image] not in ('image', 'array'):
-        raise ValueError(f"the image column {image!r} holds {kinds[image]} values, not images or arrays of numbers; the columns are {_columns(kinds)}")
+        raise ValueError(f"the image column {image!r} holds {kinds[image]} values, not images or arrays of numbers; the columns are "
+                         f"{_columns(kinds)}")
     return image, label
 
 # %% ../../nbs/data/15_hf_datasets.ipynb #a1f0c00f

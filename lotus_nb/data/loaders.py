@@ -87,7 +87,8 @@ def unnormalize(xb,   # a normalised B x C x H x W batch
     return xb*s + m
 
 # %% ../../nbs/data/18_loaders.ipynb #1836f81d
-LOADED = collections.Counter()   # batches and images every loader of this process yielded: 'train_batches', 'train_images' (shuffled passes), 'eval_batches', 'eval_images'
+# batches and images every loader of this process yielded: 'train_batches', 'train_images' (shuffled passes), 'eval_batches', 'eval_images'
+LOADED = collections.Counter()
 REHEARSAL = contextvars.ContextVar('lotus_nb_rehearsal', default=(0, 0))   # the caps of rehearsal's block: (batches, max_batch)
 
 def rehearsal_caps() -> dict: # batches: each pass's cap (0: none); max_batch: each batch's cap (0: its real size)
@@ -101,7 +102,8 @@ def rehearsal(batches:int,     # batches per pass of every loader made inside th
     if isinstance(batches, bool) or not isinstance(batches, int) or batches < 0:
         raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {batches!r}")
     if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1 or not batches):
-        raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {max_batch!r}")
+        raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got "
+                         f"{max_batch!r}")
     prev = rehearsal_caps()   # a rehearsal inside a rehearsal keeps the outer one's caps where it sets none
     token = REHEARSAL.set((batches or prev['batches'], max_batch or prev['max_batch']))
     try: yield
@@ -135,7 +137,8 @@ class BatchLoader:
         "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal, `limit` batches' worth of it"
         o = torch.randperm(self.n, generator=self.gen) if self.shuffle else torch.arange(self.n)
         if self.limit is None or self.limit*self.batch_size >= self.n: return o
-        m = self.limit*self.batch_size   # in order: items spread evenly over the split (a split in class order keeps its classes), else the permutation's first
+        # in order: items spread evenly over the split (a split in class order keeps its classes), else the permutation's first
+        m = self.limit*self.batch_size
         return o[:m] if self.shuffle else torch.arange(m)*self.n//m
     def batch(self,
               xb, # the prepared images
@@ -398,7 +401,8 @@ class MemorySplit(IndexSplit):
                ):
         "Concatenation: positions into the same tensors, or (two datasets' tensors) one concatenation of their items"
         if isinstance(other, IndexSplit) and other.images is self.images: return self.with_idx(np.concatenate([self.idx, other.idx]))
-        if not isinstance(other, MemorySplit): raise TypeError(f"a MemorySplit concatenates with a MemorySplit, not a {type(other).__name__}")
+        if not isinstance(other, MemorySplit): raise TypeError(f"a MemorySplit concatenates with a MemorySplit, not a "
+                                                               f"{type(other).__name__}")
         take = lambda s, t: t[torch.as_tensor(s.idx, device=t.device)].to(self.x.device)
         x, y = torch.cat([take(self, self.x), take(other, other.x)]), torch.cat([take(self, self.y), take(other, other.y)])
         same = self.origin is not None and other.origin is not None and self.origin[0]() is not None and self.origin[0]() is other.origin[0]()

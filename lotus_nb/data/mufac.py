@@ -24,7 +24,8 @@ MUFAC_FORGET_ROWS = 1500   # the authors' forget set before cleaning: the first 
 MUFAC_CLEAN_SIZES = dict(forget=1062, retain=5513, val=1211, test=1118)  # after cleaning (paper, appendix)
 HOW_TO_GET.register('mufac', "Download custom_korean_family_dataset_resolution_128.zip, linked from the MUFAC benchmark's README "
                              "(https://github.com/ndb796/MachineUnlearning), and unzip it in one of these folders (it unpacks to "
-                             "custom_korean_family_dataset_resolution_128/ with custom_{train,val,test}_dataset.csv and {train,val,test}_images/). "
+                             "custom_korean_family_dataset_resolution_128/ with custom_{train,val,test}_dataset.csv and "
+                             "{train,val,test}_images/). "
                              "Its cleaning needs `pip install \"lotus_nb[mufac]\"`.", layer='builtin')
 
 def read_mufac_csv(base,      # the custom_korean_family_dataset_resolution_128/ folder
@@ -34,7 +35,8 @@ def read_mufac_csv(base,      # the custom_korean_family_dataset_resolution_128/
     import pandas as pd
     csv = Path(base)/f'custom_{split}_dataset.csv'
     df = pd.read_csv(csv)
-    if missing := {'image_path', 'age_class'} - set(df.columns): raise ValueError(f"custom_{split}_dataset.csv lacks the columns {sorted(missing)}")
+    if missing := {'image_path', 'age_class'} - set(df.columns): raise ValueError(f"custom_{split}_dataset.csv lacks the columns "
+        f"{sorted(missing)}")
     if bad := sorted(set(df.age_class) - set('abcdefgh')): raise ValueError(f"custom_{split}_dataset.csv has unknown age classes {bad}")
     return df.assign(path=[str(path_inside(Path(base)/f'{split}_images', p, csv)) for p in df.image_path],
                      label=[ord(a) - ord('a') for a in df.age_class]).reset_index(drop=True)

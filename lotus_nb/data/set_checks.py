@@ -35,7 +35,8 @@ def _hash_rows(x, y, pos, chunk:int=4096) -> np.ndarray:
     out = []
     for i in range(0, len(pos), chunk):
         p = pos[i:i+chunk]
-        xb = x[int(p[0]):int(p[-1]) + 1] if p[-1] - p[0] + 1 == len(p) else x[torch.as_tensor(p).to(x.device)]   # a run of positions: a view
+        # a run of positions: a view
+        xb = x[int(p[0]):int(p[-1]) + 1] if p[-1] - p[0] + 1 == len(p) else x[torch.as_tensor(p).to(x.device)]
         rows = xb.cpu().contiguous().reshape(len(p), -1).view(torch.uint8).numpy()
         ys = y[torch.as_tensor(p).to(y.device)].long().cpu().numpy().astype('<i8').tobytes()
         for j, r in enumerate(rows): h = hashlib.sha256(r); h.update(ys[8*j:8*j + 8]); out.append(h.digest()[:16])
@@ -74,19 +75,23 @@ def item_digests(s, # a split
         return 'files', _digests(s.files, len(s.files), s.idx, lambda p: _hash_keys(f"{s.files.paths[j]}\0{int(s.y[j])}" for j in p), s.y)
     if isinstance(s, DatasetSplit):
         base, pos = base_of(s.dataset)
-        if isinstance(getattr(base, 'samples', None), list) and len(base.samples) == len(base):      # ImageFolder and its kin: (path, label)
+        # ImageFolder and its kin: (path, label)
+        if isinstance(getattr(base, 'samples', None), list) and len(base.samples) == len(base):
             return 'files', _digests(base, len(base), pos, lambda p: _hash_keys(f"{base.samples[j][0]}\0{int(base.samples[j][1])}" for j in p))
         data, targets = getattr(base, 'data', None), getattr(base, 'targets', None)
-        if isinstance(data, (torch.Tensor, np.ndarray)) and targets is not None and len(data) == len(targets) == len(base):   # CIFAR, MNIST...
+        # CIFAR, MNIST...
+        if isinstance(data, (torch.Tensor, np.ndarray)) and targets is not None and len(data) == len(targets) == len(base):
             x, y = torch.as_tensor(data), torch.as_tensor(np.asarray(targets))
             return f'raw {type(base).__name__}', _digests(base, len(base), pos, lambda p: _hash_rows(x, y, p))
     return None
 
 # %% ../../nbs/data/21_set_checks.ipynb #a7c3b9e6
 _WHY = dict(forget_retain="an item cannot be forgotten and retained at once",
-            unseen="the unseen set D_u must be data the model never trained on: LoTUS steers the forget accuracy to the original model's accuracy on it",
+            unseen="the unseen set D_u must be data the model never trained on: LoTUS steers the forget accuracy to the original model's "
+                   "accuracy on it",
             test="the test set must be data the model never trained on",
-            unseen_test="the paper's D_u and test set are the two halves of the held-out data: the entropy MIA takes its non-members from D_u, the loss and SVC MIAs from the test set")
+            unseen_test="the paper's D_u and test set are the two halves of the held-out data: the entropy MIA takes its non-members from "
+                        "D_u, the loss and SVC MIAs from the test set")
 
 def _why(a, b):
     "What the overlap of sets `a` and `b` breaks"
@@ -105,7 +110,8 @@ def check_disjoint(sets:dict,           # name -> split (as as_splits returns th
             sa, sb = sets[a], sets[b]; ia, ib = item_index(sa), item_index(sb)
             if ia is not None and ib is not None and ia[0] is ib[0]:
                 n, how[f'{a}/{b}'] = len(np.intersect1d(ia[1], ib[1])), 'index'
-                if n: raise ValueError(f"the {a} and {b} sets share {n} item{'s'[:n != 1]} (the same positions of one dataset): {_why(a, b)}. "
+                if n: raise ValueError(f"the {a} and {b} sets share {n} item{'s'[:n != 1]} (the same positions of one dataset): "
+                                       f"{_why(a, b)}. "
                                        f"Make them disjoint: each item in at most one of the sets.")
                 continue
             da, db = item_digests(sa), item_digests(sb)
@@ -115,6 +121,7 @@ def check_disjoint(sets:dict,           # name -> split (as as_splits returns th
                    f"with equal labels; {len(sa)} and {len(sb)} items)")
             if n > dup_tol*min(len(sa), len(sb)):
                 raise ValueError(f"{msg}: {_why(a, b)}. Were they drawn from the same data? Make them disjoint.")
-            if n: warnings.warn(f"{msg}: duplicates in the data, few enough to be let through (at most {dup_tol:.0%} of the smaller set)", SetsWarning, stacklevel=2)
+            if n: warnings.warn(f"{msg}: duplicates in the data, few enough to be let through (at most {dup_tol:.0%} of the smaller "
+                                f"set)", SetsWarning, stacklevel=2)
     return how
 

@@ -107,7 +107,8 @@ def dataset_splits(data:ImageData,       # a loaded dataset; its own split rule 
     check_choice(heldout_cut, HELDOUT_CUTS, 'held-out cut')
     fx, y = data.fixed, np.asarray(data.y_train)
     if 'forget' in fx:                      # a fixed forget set: MUFAC, ImageNet with forget_rule='first'
-        if forget_pct not in (None, 0.1): raise ValueError(f"{data.name} has a fixed forget set (the paper's 10% benchmark); forget_pct={forget_pct} is not available")
+        if forget_pct not in (None, 0.1): raise ValueError(f"{data.name} has a fixed forget set (the paper's 10% benchmark); "
+                                                           f"forget_pct={forget_pct} is not available")
         forget, retain = np.sort(fx['forget']), np.sort(fx['retain'])
     else:                                   # drawn with the seed: forget_pct of each class (ImageNet: 5 of each class's 50)
         forget = stratified_sample(y, check_fraction(forget_pct, 'forget_pct'), seed)
@@ -137,7 +138,8 @@ def split_rule(name:str,         # a registered rule: 'random' (the paper's), 'v
     "The rule `name`, with `options` and `heldout_cut` checked against what it takes (the unknown refused, naming the valid ones)"
     import inspect
     load_plugins(); f = SPLIT_RULES[check_choice(name, SPLIT_RULES, 'split rule')]
-    if options is not None and not isinstance(options, dict): raise ValueError(f"split_options must be a dict {{name: value}}, got {options!r}")
+    if options is not None and not isinstance(options, dict): raise ValueError(f"split_options must be a dict {{name: value}}, got "
+        f"{options!r}")
     params = list(inspect.signature(f).parameters)
     takes = [p for p in params[5:] if p != 'heldout_cut']   # heldout_cut: the benchmark's field, not an option
     if bad := sorted(set(options or {}) - set(takes)):
@@ -157,8 +159,10 @@ def unreported_heldout(y_heldout,          # labels of the held-out split
     free, need = np.flatnonzero(~used), 2 if per_class is None else 2*per_class
     for c in np.unique(yh):
         if (have := int((yh[free] == c).sum())) < need:
-            raise ValueError(f"class {c}: {have} of its {int((yh == c).sum())} held-out images lie outside the {len(reported_tests)} reported test sets, "
-                             f"{need} needed (the validation unseen and test sets, {need//2} each); report fewer seeds or use a larger held-out split")
+            raise ValueError(f"class {c}: {have} of its {int((yh == c).sum())} held-out images lie outside the {len(reported_tests)} "
+                             f"reported test sets, "
+                             f"{need} needed (the validation unseen and test sets, {need//2} each); report fewer seeds or use a larger "
+                             f"held-out split")
     if per_class is None: unseen = free[stratified_sample(yh[free], 0.5, seed)]
     else: unseen = free[per_class_sample(yh[free], per_class, seed)]
     rest = np.setdiff1d(free, unseen)
@@ -187,7 +191,8 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
     rng, forget = np.random.RandomState([seed, 1]), []
     for c in np.unique(y):
         need, free = int((y[base.forget] == c).sum()), np.flatnonzero((y == c) & ~taken)
-        if len(free) < need: raise ValueError(f"class {c}: {len(free)} training images lie outside the reported forget sets, {need} needed; use a smaller forget_pct or fewer reported seeds")
+        if len(free) < need: raise ValueError(f"class {c}: {len(free)} training images lie outside the reported forget sets, {need} "
+                                              f"needed; use a smaller forget_pct or fewer reported seeds")
         forget.append(rng.permutation(free)[:need])
     forget = np.sort(np.concatenate(forget)); retain = np.setdiff1d(np.arange(len(y)), forget)
     retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'

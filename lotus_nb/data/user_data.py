@@ -110,7 +110,8 @@ def _check_class_indices(y, what:str, per_item:bool):
     except (TypeError, ValueError): lab = None
     if lab is None or (lab.numel() != 1 if per_item else lab.ndim != 1) or lab.is_complex() or lab.is_floating_point() and not torch.equal(lab, lab.round()):
         got = f"of shape {tuple(lab.shape)} and dtype {lab.dtype}" if lab is not None else f"of type {type(y).__name__}"
-        raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} {got}: "
+        raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} "
+                         f"{got}: "
                          "one-hot or soft labels? pass their argmax")
 
 # %% ../../nbs/data/20_user_data.ipynb #c1926ce1
@@ -137,16 +138,19 @@ def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging 
         dl, data, workers = data, data.dataset, data.num_workers
         if dl.collate_fn not in (default_collate, default_convert):
             raise ValueError(f"{what}: a DataLoader is read as its Dataset's (image, label) items, so its collate_fn "
-                             f"({getattr(dl.collate_fn, '__qualname__', dl.collate_fn)}) would be skipped: do what it does in the Dataset (a transform) and pass that")
+                             f"({getattr(dl.collate_fn, '__qualname__', dl.collate_fn)}) would be skipped: do what it does in the Dataset "
+                             f"(a transform) and pass that")
         sm = dl.batch_sampler if dl.batch_sampler is not None and type(dl.batch_sampler) is not BatchSampler else dl.sampler
         if isinstance(sm, SubsetRandomSampler) and not isinstance(data, IterableDataset): data = Subset(data, torch.as_tensor(sm.indices).tolist())
         elif not (isinstance(data, IterableDataset) or type(sm) is SequentialSampler
                   or type(sm) is RandomSampler and not sm.replacement and sm.num_samples == len(data)):
-            raise ValueError(f"{what}: a DataLoader is read as its Dataset (the methods batch and shuffle it themselves), and its {type(sm).__name__} "
+            raise ValueError(f"{what}: a DataLoader is read as its Dataset (the methods batch and shuffle it themselves), and its "
+                             f"{type(sm).__name__} "
                              "draws other items than the Dataset's, each once: pass the Dataset, or a torch Subset of the items meant")
     data = _hf_wrapped(data, what)
     if isinstance(data, IterableDataset):
-        raise TypeError(f"{what}: an IterableDataset has no indices to split, shuffle or read again; pass a map-style Dataset (__getitem__ and __len__)")
+        raise TypeError(f"{what}: an IterableDataset has no indices to split, shuffle or read again; pass a map-style Dataset (__getitem__ "
+                        f"and __len__)")
     if not isinstance(data, Dataset): raise TypeError(f"{what}: expected a torch Dataset, DataLoader or split, got {type(data).__name__}")
     try: n = len(data)
     except TypeError: raise TypeError(f"{what}: {type(data).__name__} has no len(); a map-style Dataset needs __len__") from None
@@ -154,14 +158,18 @@ def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging 
     if (t := dataset_tensors(data)) is not None: x, y = t[0], t[1]
     else:
         with seeded(): item = data[0]    # the caller's random streams stay where they were (a random transform draws from them)
-        if isinstance(item, dict): raise TypeError(f"{what}: its items are dicts (keys {', '.join(map(str, list(item)[:6]))}); lotus_nb reads (image, label) "
-                                                   "pairs: return (item[<image key>], item[<label key>]) from __getitem__ (a Hugging Face datasets.Dataset is read as it is: pass it, "
+        if isinstance(item, dict): raise TypeError(f"{what}: its items are dicts (keys {', '.join(map(str, list(item)[:6]))}); lotus_nb "
+                                                   f"reads (image, label) "
+                                                   "pairs: return (item[<image key>], item[<label key>]) from __getitem__ (a Hugging Face "
+                                                   "datasets.Dataset is read as it is: pass it, "
                                                    "or hf_dataset(ds, image=<column>, label=<column>))")
-        if not isinstance(item, (tuple, list)) or len(item) < 2: raise TypeError(f"{what}: its items must be (image, label) pairs, got {type(item).__name__}")
+        if not isinstance(item, (tuple, list)) or len(item) < 2: raise TypeError(f"{what}: its items must be (image, label) pairs, got "
+            f"{type(item).__name__}")
         x, y = item[0], item[1]
     if not isinstance(x, (torch.Tensor, np.ndarray)):
         raise TypeError(f"{what}: an item's image is a {type(x).__module__}.{type(x).__name__}, not a tensor"
-                        + (": add torchvision's transforms.ToTensor() (and Normalize) to the Dataset's transform" if 'PIL' in type(x).__module__ else ''))
+                        + (": add torchvision's transforms.ToTensor() (and Normalize) to the Dataset's "
+                           "transform" if 'PIL' in type(x).__module__ else ''))
     _check_class_indices(y, what, per_item=t is None)
     return data, workers
 
@@ -186,7 +194,8 @@ def split_of(ds,                 # a map-style Dataset that user_dataset has che
     if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
     if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
     if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
-    if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m   # read before, when it was not random: no probe
+    # read before, when it was not random: no probe
+    if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m
     rnd = random_transform(ds)
     if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
     return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)

@@ -19,7 +19,8 @@ __all__ = ['TEACHERS', 'incompetent_teacher', 'teachers_of', 'bad_teacher_target
            'BadTeacherConfig', 'bad_teacher']
 
 # %% ../../nbs/methods/42_bad_teacher.ipynb #c836cb49
-TEACHERS = ('pretrained', 'random')   # the incompetent teacher: the network f_orig started from with a new head (the authors'), or a random one
+# the incompetent teacher: the network f_orig started from with a new head (the authors'), or a random one
+TEACHERS = ('pretrained', 'random')
 
 def incompetent_teacher(original:nn.Module,   # f_orig: only its architecture (and pretrained start) is used; left unchanged
                         seed:int=0,            # seeds the random initialisation (of the head, for a pretrained start)

@@ -47,7 +47,8 @@ class UnlearnTask:
     retain_draw: str = 'uniform' # retain_subset's draw: 'uniform' (int(retain_pct * n) of D_r, the authors') or 'stratified' (each class's share, ours before)
     orig_acc_unseen: float = None # Acc(f_orig, D_u) where measured on these sets already (lotus_unlearn); None: LoTUS measures it
     def __post_init__(self):
-        check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed); check_choice(self.retain_draw, RETAIN_DRAWS, 'retain draw')   # the arguments, then every set, before any set is read
+        # the arguments, then every set, before any set is read
+        check_fraction(self.retain_pct, 'retain_pct'); check_seed(self.seed); check_choice(self.retain_draw, RETAIN_DRAWS, 'retain draw')
         s = as_splits(dict(forget=self.forget, retain=self.retain, unseen=self.unseen, retain_sub=self.retain_sub))
         self.forget, self.retain, self.unseen, self.retain_sub = s['forget'], s['retain'], s['unseen'], s['retain_sub']
         if len(self.forget) == 0: raise ValueError("the forget set is empty")
@@ -64,7 +65,8 @@ class UnlearnTask:
             if 'stratified' in inspect.signature(self.retain.subset).parameters:
                 self.retain_sub = self.retain.subset(self.retain_pct, self.seed, stratified=self.retain_draw == 'stratified')
             else:   # a split of one's own whose subset(frac, seed) predates retain_draw: its own (stratified) rule
-                if self.retain_draw != 'stratified': warnings.warn(f"{type(self.retain).__name__}.subset takes no `stratified` argument: its own draw is used, not retain_draw={self.retain_draw!r}")
+                if self.retain_draw != 'stratified': warnings.warn(f"{type(self.retain).__name__}.subset takes no `stratified` argument: "
+                                                                   f"its own draw is used, not retain_draw={self.retain_draw!r}")
                 self.retain_sub = self.retain.subset(self.retain_pct, self.seed)
         return self.retain_sub
 
@@ -199,7 +201,8 @@ def role_method(role:str # 'original' or 'gold'
                ) -> str: # the registry name of the one method with that role
     "The one registered method with `role`, e.g. `role_method('gold')`; a `ValueError` when none or several have it"
     check_choice(role, ROLES, 'role'); names = [m for m in list_methods() if METHODS[m].role == role]
-    if len(names) != 1: raise ValueError(f"{len(names)} registered methods have the role {role!r} ({', '.join(names) or 'none'}); expected exactly one")
+    if len(names) != 1: raise ValueError(f"{len(names)} registered methods have the role {role!r} ({', '.join(names) or 'none'}); expected "
+                                         f"exactly one")
     return names[0]
 
 def display_name(m:str # a method's registry name, e.g. 'lotus'

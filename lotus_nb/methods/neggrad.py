@@ -24,7 +24,8 @@ def neggrad_loss(model:nn.Module,    # the student being unlearned (its device r
     dev = model_device(model)
     def next_forget(b=None): return [t.to(dev, non_blocking=True) for t in next(forget_batches)[:2]]
     def f(b):
-        if len(b) not in (2, 4): raise ValueError(f"neggrad_loss takes (x, y) retain batches (then the forget batch its draws took), got {len(b)} items")
+        if len(b) not in (2, 4): raise ValueError(f"neggrad_loss takes (x, y) retain batches (then the forget batch its draws took), got "
+                                                  f"{len(b)} items")
         x, y, *fb = b     # fb: the forget batch when `draws` took it (a step replayed from a CUDA graph)
         xf, yf = fb if fb else next_forget()
         return beta*F.cross_entropy(model(x), y) - (1-beta)*F.cross_entropy(model(xf), yf)
@@ -56,7 +57,8 @@ def neggrad_plus(original:nn.Module,   # f_orig: the starting point (left unchan
         return Unlearned(student.eval(), dict(forget_loss=[f for f, _ in passes], train_loss=[r for _, r in passes]))
     forget = cycle(task.forget.loader(cfg.batch_size, train=True, seed=task.seed))
     dev = model_device(student)
-    if fast_enabled(dev): forget = device_batches(forget, dev)   # on CUDA made on a side stream, as the retain batches: not serialised with the step
+    # on CUDA made on a side stream, as the retain batches: not serialised with the step
+    if fast_enabled(dev): forget = device_batches(forget, dev)
     opt, loss_fn = make_optimizer(student.parameters(), cfg), neggrad_loss(student, forget, cfg.beta)
     losses = [train_epoch(student, retain, loss_fn, opt) for _ in tqdm(range(cfg.epochs), disable=not progress, desc='NegGrad+')]
     return Unlearned(student.eval(), dict(train_loss=losses))

@@ -36,7 +36,8 @@ def importances(model:nn.Module,        # the network whose trainable parameters
 def class_ordered(split:IndexSplit # a split of this package's data
                  ) -> IndexSplit:   # the same items, sorted by class (stable)
     "The authors' per-class order: their forget and retain sets are ConcatDatasets of one part per class (helpers/data_utils.py:405-418)"
-    if not isinstance(split, IndexSplit): raise TypeError(f"SSD's batches='authors' orders a split by class, which a {type(split).__name__} cannot do: use batches='mixed'")
+    if not isinstance(split, IndexSplit): raise TypeError(f"SSD's batches='authors' orders a split by class, which a "
+                                                          f"{type(split).__name__} cannot do: use batches='mixed'")
     return split.with_idx(split.idx[np.argsort(split.labels.cpu().numpy(), kind='stable')])
 
 # %% ../../nbs/methods/44_ssd.ipynb #ccdb1e48

@@ -167,7 +167,8 @@ def rf_jsd(p_forget,          # N x K probabilities of f_un on the forget set
     keep = (nf > 0) & (nu > 0)
     if not keep.any():
         if rehearsal_caps()['batches']:   # a rehearsal's few images may share no class; the full sets of a real run must
-            warnings.warn("rf_jsd is NaN in this rehearsal: its capped passes left no class in both the forget and the unseen set"); return float('nan')
+            warnings.warn("rf_jsd is NaN in this rehearsal: its capped passes left no class in both the forget and the unseen "
+                          "set"); return float('nan')
         raise ValueError("no class has samples in both the forget and the unseen set")
     P, Q = P[keep], Q[keep]; P, Q = P/P.sum(1, keepdim=True), Q/Q.sum(1, keepdim=True)
     return js_authors(P, Q) if authors else js_rows(P, Q).mean().item()
@@ -232,7 +233,8 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                      ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     aug = _augmented(augmented, augment_seed); ref = Reference(augmented=aug)
-    fs = augment_seed if 'forget' in augmented else None   # the authors' JSD: one draw per image, shared by f_un and f_gold (helpers/eval.py:174-177)
+    # the authors' JSD: one draw per image, shared by f_un and f_gold (helpers/eval.py:174-177)
+    fs = augment_seed if 'forget' in augmented else None
     if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size, fs)[0]
     if f_orig is not None and unseen is not None: ref.orig_unseen, ref.y_unseen = probs_of(f_orig, unseen, batch_size)
     if f_rand is not None: ref.rand_forget = probs_of(f_rand, forget, batch_size, fs)[0]
@@ -240,7 +242,8 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
     return ref
 
 # %% ../../nbs/metrics/53_evaluation.ipynb #14c59ab6
-from .metric_facts import METRIC_FNS, Metric, add_metric, builtin_metrics   # the metrics' facts, built-ins included: nbs/metrics/52_metric_facts.ipynb
+# the metrics' facts, built-ins included: nbs/metrics/52_metric_facts.ipynb
+from .metric_facts import METRIC_FNS, Metric, add_metric, builtin_metrics
 from ..core.catalog import load_plugins   # the plugins' metrics, loaded by what lists the metrics: nbs/core/06_catalog.ipynb
 BUILTIN_METRICS = tuple(builtin_metrics('evaluate'))   # what evaluate computes itself; Avg Gap and the time are the runner's
 SPLITS = ('forget', 'retain', 'test', 'unseen')
@@ -299,7 +302,8 @@ def resolve(metrics:dict # evaluate's result, possibly with deferred attacks (Fu
     from concurrent.futures import Future
     return {k: v.result() if isinstance(v, Future) else v for k, v in metrics.items()}
 
-MIA_NONMEMBERS = ('test+unseen', 'unseen', 'test')   # the entropy MIA's non-member sets: the authors' (test and D_u), ours before, the test set
+# the entropy MIA's non-member sets: the authors' (test and D_u), ours before, the test set
+MIA_NONMEMBERS = ('test+unseen', 'unseen', 'test')
 MIA_MODES = ('eval', 'authors')   # the entropy MIA's passes: ours (batched, eval mode), or the authors' (first, train mode, one image each)
 
 def _authors_entropies(model:nn.Module, # scored in train mode: its BatchNorm statistics move (helpers/eval.py:250-277)
@@ -338,14 +342,17 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
     if mia_nonmember is None: mia_nonmember = 'test' if unseen is None else 'test+unseen'
     check_choice(mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set'); check_choice(mia_mode, MIA_MODES, 'MIA mode')
     if unseen is None and 'unseen' in mia_nonmember.split('+'):
-        raise ValueError(f"mia_nonmember={mia_nonmember!r} needs the unseen set: pass `unseen` (D_u), or choose the test set with mia_nonmember='test'")
+        raise ValueError(f"mia_nonmember={mia_nonmember!r} needs the unseen set: pass `unseen` (D_u), or choose the test set with "
+                         f"mia_nonmember='test'")
     sets = as_splits(dict(forget=forget, retain=retain, test=test, unseen=unseen))   # every set checked before any is read
     if check_sets: check_disjoint(sets); check_model_fits(model, sets)   # the model run on two items of each set
     forget, retain, test, unseen = sets['forget'], sets['retain'], sets['test'], sets['unseen']
     aug = _augmented(augmented, augment_seed)
     if ref is None: ref = reference_outputs(forget, unseen, f_gold, f_orig, f_rand, batch_size, test, augmented, augment_seed)
-    elif (ref.gold_forget is not None or ref.rand_forget is not None) and _forget_draw(ref.augmented) != _forget_draw(aug):   # f_gold's and f_un's forget images must be the same
-        raise ValueError(f"ref was computed with augmented={ref.augmented or ()}, evaluate asked for {aug or ()}: pass the same augmented and augment_seed to reference_outputs")
+    # f_gold's and f_un's forget images must be the same
+    elif (ref.gold_forget is not None or ref.rand_forget is not None) and _forget_draw(ref.augmented) != _forget_draw(aug):
+        raise ValueError(f"ref was computed with augmented={ref.augmented or ()}, evaluate asked for {aug or ()}: pass the same augmented "
+                         f"and augment_seed to reference_outputs")
     named = dict(retain=retain, forget=forget, test=test, unseen=unseen)   # the authors' order: helpers/eval.py:302-305
     mia_ent = None if mia_mode == 'eval' else {   # theirs: before every other metric (unlearn.py:198), on the model itself
         k: _authors_entropies(model, s, augment_seed if k in augmented else None) for k, s in named.items() if s is not None}

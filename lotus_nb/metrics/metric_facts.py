@@ -64,7 +64,8 @@ def add_metric(name:str,                 # its key in evaluate's result and its 
                **facts                   # the record's other fields: equation, source, tables, gap_term, certainty, logged_digits, ...
               ):
     "Register metric `name` in `METRIC_FNS` with its record; a built-in cannot be registered over; returns the entry"
-    if any(getattr(e, 'builtin', False) for e in METRIC_FNS.layers(name).values()): raise ValueError(f"{name!r} is a built-in metric of lotus_nb")
+    if any(getattr(e, 'builtin', False) for e in METRIC_FNS.layers(name).values()): raise ValueError(f"{name!r} is a built-in metric of "
+        f"lotus_nb")
     known = {f.name for f in fields(Metric)} - {'metric_name', 'label', 'scale', 'digits', 'higher_better', 'by', 'needs'}
     if bad := set(facts) - known:
         raise TypeError(f"{name!r}: no metric field {', '.join(sorted(bad))}; the fields are {', '.join(sorted(known))}")

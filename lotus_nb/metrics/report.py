@@ -10,7 +10,8 @@ import numpy as np, pandas as pd
 import matplotlib.pyplot as plt
 from ..core.checks import check_choice
 from .evaluation import GAP_KEYS, METRIC_FNS, list_metrics
-from .metric_facts import table_metrics, logged_digits, logged_rounding   # each metric's record: nbs/metrics/52_metric_facts.ipynb
+# each metric's record: nbs/metrics/52_metric_facts.ipynb
+from .metric_facts import table_metrics, logged_digits, logged_rounding
 from ..methods.base import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
 
 # %% auto #0
@@ -109,7 +110,8 @@ def table_rows(table:str,               # as table_columns
     return {label: metric_row(k) for label, k in table_columns(table, builtin_only).items()}
 
 MAIN_ROWS = table_rows('main', True)   # tab:avg_gap's metrics, under their registered labels
-RESOURCE_ROWS = {'Peak device memory (MiB)': ('peak_mem_mb', 1, 0), 'Peak host memory (MiB)': ('peak_rss_mb', 1, 0)}   # what a run used (rows without it: skipped)
+# what a run used (rows without it: skipped)
+RESOURCE_ROWS = {'Peak device memory (MiB)': ('peak_mem_mb', 1, 0), 'Peak host memory (MiB)': ('peak_rss_mb', 1, 0)}
 
 def extra_rows() -> dict: # {label: (column, scale, digits)}
     "The rows of the metrics registered with `register_metric` (beyond the built-ins), as `metric_table` takes them"
@@ -136,7 +138,8 @@ def gaps_to_gold(results:pd.DataFrame, # rows of one benchmark, gold's rows incl
                  keys=GAP_KEYS         # metric columns to compare with f_gold: by default the four Avg Gap terms
                 ) -> pd.DataFrame:
     "`results` with a column `gap_<key>` = |value - gold's value of the same seed| for each key"
-    gold = results[results.method == role_method('gold')].drop_duplicates('seed').set_index('seed')[list(keys)]   # one per seed: every method seed shares it
+    # one per seed: every method seed shares it
+    gold = results[results.method == role_method('gold')].drop_duplicates('seed').set_index('seed')[list(keys)]
     out = results.copy()
     for k in keys: out[f'gap_{k}'] = (out[k] - out['seed'].map(gold[k])).abs()
     return out

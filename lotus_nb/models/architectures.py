@@ -79,7 +79,8 @@ def resolve_model(model:str,   # a registered model name, or 'auto'
     "The model to use: `model`, or the paper's model for `dataset` when `model` is 'auto'"
     if model == 'auto':
         model = dataset_defaults(dataset).model
-        if model is None: raise ValueError(f"dataset {dataset!r} has no model of its own (it is an unseen set for {dataset_defaults(dataset).unseen_for!r})")
+        if model is None: raise ValueError(f"dataset {dataset!r} has no model of its own (it is an unseen set for "
+                                           f"{dataset_defaults(dataset).unseen_for!r})")
     return check_model(model)
 
 # %% ../../nbs/models/25_architectures.ipynb #5a1e0c01
@@ -173,8 +174,10 @@ def resnet18(num_classes,      # size of the classification head
              img_size=32,      # unused: the network takes any image size
              pretrained=False): # must be False: no pretrained weights exist for the authors' network
     "The authors' ResNet18 (`AuthorsResNet`, width 64), the paper's network, trained from scratch"
-    if pretrained: raise ValueError("resnet18 is the authors' ResNet18 (max-pool kept, a 1x1 convolution on every identity path): no pretrained weights "
-                                    "exist for it. For torchvision's ImageNet weights use model 'resnet18_tv', our earlier torchvision-layout ResNet18")
+    if pretrained: raise ValueError("resnet18 is the authors' ResNet18 (max-pool kept, a 1x1 convolution on every identity path): no "
+                                    "pretrained weights "
+                                    "exist for it. For torchvision's ImageNet weights use model 'resnet18_tv', our earlier "
+                                    "torchvision-layout ResNet18")
     return AuthorsResNet(num_classes, in_chans, 64)
 
 @register_model('resnet18_tv', 'resnet')
@@ -219,7 +222,8 @@ def read_state_dict(path,              # a .safetensors or torch.save file; ~ is
     else:
         try: ck = torch.load(path, map_location='cpu', weights_only=True)
         except pickle.UnpicklingError as e:
-            raise pickle.UnpicklingError(f"{path} is refused: weights files are read weights-only (torch.load(weights_only=True)), and this one "
+            raise pickle.UnpicklingError(f"{path} is refused: weights files are read weights-only (torch.load(weights_only=True)), and "
+                                         f"this one "
                                          f"holds other objects. {str(e).splitlines()[0]}") from e
     if isinstance(ck, dict):                                  # timm's unwrapping of training checkpoints
         found = [k for k in ('state_dict_ema', 'model_ema') if use_ema and ck.get(k) is not None] + [k for k in ('state_dict', 'model') if k in ck]
@@ -319,7 +323,8 @@ def authors_vit(model:nn.Module, # a timm ViT (changed in place)
     "The authors' ViT head and LayerNorms (helpers/models.py:175-176, transformers 4.35.2): every LayerNorm's eps 1e-12 (HF's ViTConfig), and a new nn.Linear head at PyTorch's default initialisation"
     for m in model.modules():
         if isinstance(m, nn.LayerNorm): m.eps = 1e-12   # timm's LayerNorm reads self.eps in its forward
-    model.head.reset_parameters(); return model        # kaiming-uniform weight, uniform bias: what nn.Linear(hidden, num_classes) starts with
+    # kaiming-uniform weight, uniform bias: what nn.Linear(hidden, num_classes) starts with
+    model.head.reset_parameters(); return model
 
 @register_model('vit_b_16', 'vit', input_size=224, pretrained=True, label='ViT')
 def vit_b_16(num_classes,      # size of the new classification head
@@ -355,7 +360,8 @@ def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
                       pretrained=True): # True (cache or download), False, or a local weights file
     "torchvision's ViT-B/16 with its `IMAGENET1K_V1` weights: the ImageNet-1k original model"
     if (num_classes, in_chans, img_size) != (1000, 3, 224):
-        raise ValueError(f"vit_b_16_imagenet is ImageNet-1k's model: 1000 classes, 3 x 224 x 224 (got {num_classes}, {in_chans}, {img_size})")
+        raise ValueError(f"vit_b_16_imagenet is ImageNet-1k's model: 1000 classes, 3 x 224 x 224 (got {num_classes}, {in_chans}, "
+                         f"{img_size})")
     m = torchvision.models.vit_b_16(weights=None)
     if pretrained is False: return m
     w = torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1
@@ -372,7 +378,8 @@ def _rebuilt(model:nn.Module, # a model create_model made (left untouched)
     fresh = create_model(**spec)
     m = copy.deepcopy(model)
     try: m.load_state_dict(fresh.state_dict())
-    except RuntimeError as e: raise ValueError(f"this {spec['name']} no longer matches how it was created ({e}); delete its `built_as` to re-draw it in place") from e
+    except RuntimeError as e: raise ValueError(f"this {spec['name']} no longer matches how it was created ({e}); delete its `built_as` to "
+                                               f"re-draw it in place") from e
     m.built_as = spec; return m
 
 def redraw(model:nn.Module, # changed in place

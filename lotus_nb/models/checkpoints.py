@@ -12,7 +12,9 @@ from ..core.files import atomic_write
 __all__ = ['CACHE_VERSION', 'cache_key', 'save_checkpoint', 'load_checkpoint']
 
 # %% ../../nbs/models/26_checkpoints.ipynb #a236e80e
-CACHE_VERSION = 6   # 6: the random networks (ImageNet's Bad Teacher and ZRF), Bad Teacher's teacher, LoTUS's class alpha; bump when a change of the code changes what a cached model or a results row holds: every key changes with it
+# 6: the random networks (ImageNet's Bad Teacher and ZRF), Bad Teacher's teacher, LoTUS's class alpha; bump when a change of the code
+# changes what a cached model or a results row holds: every key changes with it
+CACHE_VERSION = 6
 
 def cache_key(**spec, # whatever determines the cached object; keys in any order, non-JSON values as str
               ) -> str: # 16 hex digits of its SHA-1

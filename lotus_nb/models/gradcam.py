@@ -27,9 +27,11 @@ def cam_candidates(model:nn.Module # CifarResNet, AuthorsResNet, torchvision Res
                   ) -> tuple:      # (layers shallow to deep, reshape or None)
     "The layers Grad-CAM can read in `model` (our ResNets and ViTs), shallow to deep, and the reshape of their outputs (None: already maps)"
     if isinstance(model, (CifarResNet, AuthorsResNet)): return list(model.blocks), None
-    if hasattr(model, 'layer4'): return [b for l in (model.layer1, model.layer2, model.layer3, model.layer4) for b in l], None   # torchvision ResNet
+    # torchvision ResNet
+    if hasattr(model, 'layer4'): return [b for l in (model.layer1, model.layer2, model.layer3, model.layer4) for b in l], None
     if hasattr(model, 'num_prefix_tokens'): return [b.norm1 for b in model.blocks], tokens_to_map(model.num_prefix_tokens)      # timm ViT
-    if hasattr(getattr(model, 'encoder', None), 'layers'): return [l.ln_1 for l in model.encoder.layers], tokens_to_map(1)     # torchvision ViT
+    # torchvision ViT
+    if hasattr(getattr(model, 'encoder', None), 'layers'): return [l.ln_1 for l in model.encoder.layers], tokens_to_map(1)
     raise TypeError(f"no Grad-CAM layer known for {type(model).__name__}: pass `layer` (and `reshape`) to grad_cam")
 
 # %% ../../nbs/models/30_gradcam.ipynb #683e4654

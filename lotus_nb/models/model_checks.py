@@ -54,10 +54,12 @@ def check_model_fits(model:torch.nn.Module,  # the classifier the sets are for; 
                 try:
                     out = model(xb.to(dev))   # float32: a shape check of two items
                 except Exception as e:
-                    raise ValueError(f"the {name} set: the model cannot take its inputs (a batch of {len(xb)}: {tuple(xb.shape)}, {xb.dtype}): "
+                    raise ValueError(f"the {name} set: the model cannot take its inputs (a batch of {len(xb)}: {tuple(xb.shape)}, "
+                                     f"{xb.dtype}): "
                                      f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
                 if not isinstance(out, torch.Tensor) or out.ndim != 2 or len(out) != len(xb):
-                    raise ValueError(f"the {name} set: the model's output for a batch of {len(xb)} is {tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}, "
+                    raise ValueError(f"the {name} set: the model's output for a batch of {len(xb)} is "
+                                     f"{tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}, "
                                      f"not a batch of logits ({len(xb)} x classes)")
                 heads[name] = (out.shape[1], yb)
         finally:
@@ -105,10 +107,15 @@ def memorisation_warning(model:torch.nn.Module, # f_orig
     acc_bar, loss_bar = max(acc_tol, 2*math.hypot(f['acc_se'], u['acc_se'])), max(loss_tol*u['loss'], 2*math.hypot(f['loss_se'], u['loss_se']))
     tells = acc_gap > acc_bar or loss_gap > loss_bar
     if not tells:
-        warnings.warn(f"the original model does not tell the forget set from the unseen set: accuracy {f['acc']:.3f} against {u['acc']:.3f}, "
-                      f"mean loss {f['loss']:.3f} against {u['loss']:.3f} ({f['n']} and {u['n']} items; memorised data would be fitted better, "
-                      f"by more than {acc_bar:.3f} in accuracy or {loss_bar:.3f} in loss). Was the forget set part of the model's training data, "
-                      f"and trained on long enough to be memorised? As it is, there is nothing specific to the forget set to unlearn: LoTUS's tau_d "
-                      f"stays about 1 (exp({alpha:g} x {acc_gap:+.3f}) = {math.exp(alpha*acc_gap):.2f}), and the Avg Gap against a retrained model "
+        warnings.warn(f"the original model does not tell the forget set from the unseen set: accuracy {f['acc']:.3f} against "
+                      f"{u['acc']:.3f}, "
+                      f"mean loss {f['loss']:.3f} against {u['loss']:.3f} ({f['n']} and {u['n']} items; memorised data would be fitted "
+                      f"better, "
+                      f"by more than {acc_bar:.3f} in accuracy or {loss_bar:.3f} in loss). Was the forget set part of the model's training "
+                      f"data, "
+                      f"and trained on long enough to be memorised? As it is, there is nothing specific to the forget set to unlearn: "
+                      f"LoTUS's tau_d "
+                      f"stays about 1 (exp({alpha:g} x {acc_gap:+.3f}) = {math.exp(alpha*acc_gap):.2f}), and the Avg Gap against a "
+                      f"retrained model "
                       f"will be small for any method, the original model's included.", MemorisationWarning, stacklevel=2)
     return dict(forget=f, unseen=u, tells=tells)

@@ -23,9 +23,11 @@ __all__ = ['log', 'SCHEDULES', 'KEEPS', 'VAL_LOSSES', 'RECIPES', 'OUR_RECIPES', 
            'lr_schedule', 'recipe_from', 'val_loss_of', 'fit', 'train_cached']
 
 # %% ../../nbs/models/28_training.ipynb #28155bde
-SCHEDULES = ('linear', 'cosine', 'constant')   # Recipe.schedule: the authors' per-epoch linear warm-up and decay, our per-step warm-up and cosine, none
+# Recipe.schedule: the authors' per-epoch linear warm-up and decay, our per-step warm-up and cosine, none
+SCHEDULES = ('linear', 'cosine', 'constant')
 KEEPS = ('last', 'best')                       # Recipe.keep: the last epoch's weights (the authors' run), or the best-validation ones
-VAL_LOSSES = ('batches', 'samples')            # Recipe.val_loss: the mean of batch means (the authors', train.py:206-214), or the mean over samples
+# Recipe.val_loss: the mean of batch means (the authors', train.py:206-214), or the mean over samples
+VAL_LOSSES = ('batches', 'samples')
 
 @dataclass
 class Recipe:
@@ -43,9 +45,12 @@ class Recipe:
     def __post_init__(self):
         check_choice(self.schedule, SCHEDULES, 'recipe schedule'); check_choice(self.keep, KEEPS, 'recipe keep'); check_choice(self.val_loss, VAL_LOSSES, 'recipe val_loss')
 
-RECIPES = {'resnet': Recipe(),    # the authors' runs: reproduce_results.sh:17, with config.py:45-46 (momentum, weight decay), 48 (warm-up), 50 (patience)
-           'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=0, patience=10, schedule='constant')}   # reproduce_results.sh:60, config.py:43-47 (SGD, lr 1e-4, no scheduler)
-OUR_RECIPES = {'resnet': Recipe(warmup=5, patience=20, schedule='cosine', keep='best', val_loss='samples'),   # ours before we followed the authors' runs
+# the authors' runs: reproduce_results.sh:17, with config.py:45-46 (momentum, weight decay), 48 (warm-up), 50 (patience)
+RECIPES = {'resnet': Recipe(),
+           # reproduce_results.sh:60, config.py:43-47 (SGD, lr 1e-4, no scheduler)
+           'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=0, patience=10, schedule='constant')}
+# ours before we followed the authors' runs
+OUR_RECIPES = {'resnet': Recipe(warmup=5, patience=20, schedule='cosine', keep='best', val_loss='samples'),
                'vit': Recipe(epochs=30, batch_size=64, lr=1e-4, warmup=1, patience=5, schedule='cosine', keep='best', val_loss='samples')}
 
 
@@ -92,7 +97,8 @@ def recipe_from(over,              # a dict of Recipe fields to change, a Recipe
         if k in choices: check_choice(v, choices[k], f'recipe {k}'); continue
         ok = (v is None and k == 'patience') or (not isinstance(v, bool) and isinstance(v, int if fields[k].type in ('int', int) else (int, float)))
         if not ok or (v is not None and v < 0) or (k in ('epochs', 'batch_size') and v < 1):
-            raise ValueError(f"recipe field {k} must be a {'positive ' if k in ('epochs', 'batch_size') else 'non-negative '}{fields[k].type}"
+            raise ValueError(f"recipe field {k} must be a "
+                             f"{'positive ' if k in ('epochs', 'batch_size') else 'non-negative '}{fields[k].type}"
                              f"{' or None' if k == 'patience' else ''}, got {v!r}")
     return dataclasses.replace(base, **over)
 

@@ -15,7 +15,8 @@ from ..running.benchmark_spec import BenchmarkSpec
 from .paper_plan import plan_table, on_datasets, LABELS
 from ..metrics.report import metric_table, MAIN_ROWS, summarize, fmt_pm, gaps_to_gold
 
-from .paper_tables import VARIANT_OF   # the method whose variants this chapter studies: every table below selects its rows by this name
+# the method whose variants this chapter studies: every table below selects its rows by this name
+from .paper_tables import VARIANT_OF
 
 # %% auto #0
 __all__ = ['PUBLISHED_TEXT', 'VAL_GAP_KEYS', 'TEST_COLUMNS', 'ABLATION_ROWS', 'SWEEP_METRICS', 'paper_key', 'plan_ablation',
@@ -82,7 +83,8 @@ def lotus_unseen_accuracy(store:Store,          # the results store holding the 
 
 # %% ../../nbs/paper/74_ablation_study.ipynb #4acc73f6
 VAL_GAP_KEYS = ('mia', 'acc_forget', 'acc_retain', 'acc_unseen')   # the Avg Gap's terms with D_u's accuracy for the test accuracy
-TEST_COLUMNS = ('acc_test', 'avg_gap', 'jsd', 'rf_jsd', 'zrf', 'mia_loss', 'mia_svc')   # every column that reads the test split or is compared with it
+# every column that reads the test split or is compared with it
+TEST_COLUMNS = ('acc_test', 'avg_gap', 'jsd', 'rf_jsd', 'zrf', 'mia_loss', 'mia_svc')
 
 def stack_runs(parts:dict,      # value of key -> {benchmark label: rows}
                key:str='alpha', # name of the column that holds each variant's value

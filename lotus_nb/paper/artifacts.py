@@ -38,7 +38,8 @@ def save_artifact(out_dir,                 # the artifacts folder (a results sto
                  ) -> dict:
     "Write a table or figure of the paper under `out_dir` and record it in the manifest; returns the manifest entry"
     store, name = Store(out_dir), artifact_name(label)
-    if (note := rehearsal_note(store.rehearsal, store.rehearsal_batch)) and not caption.startswith(note): caption = f"{note} {caption}"   # a rehearsal's store: every caption says so
+    # a rehearsal's store: every caption says so
+    if (note := rehearsal_note(store.rehearsal, store.rehearsal_batch)) and not caption.startswith(note): caption = f"{note} {caption}"
     rel = lambda p: str(Path(p).relative_to(store.root))
     if isinstance(obj, pd.DataFrame):
         files = {k: rel(p) for k, p in save_table(obj, store.tables, name).items()}
@@ -83,7 +84,8 @@ def write_index(out_dir,                                   # the artifacts folde
 # %% ../../nbs/paper/72_artifacts.ipynb #e7867f60
 PUBLISHED = {
     'tab:avg_gap': 'LoTUS Avg Gap: ViT TinyIN 0.0150, C-100 0.0125, MUFAC 0.0200; RN18 TinyIN 0.1675, C-100 0.1200, MUFAC 0.1250 '
-                   '(2nd; BadT 0.1025). Time (min): RN18 C-100 LoTUS 0.30 vs Gold 3.39; RN18 TinyIN 1.62 vs 46.81; ViT C-100 7.02 vs 112.25.',
+                   '(2nd; BadT 0.1025). Time (min): RN18 C-100 LoTUS 0.30 vs Gold 3.39; RN18 TinyIN 1.62 vs 46.81; ViT C-100 7.02 vs '
+                   '112.25.',
     'tab:cifar': 'LoTUS Avg Gap on CIFAR-10: ViT 0.0050, LoTUS with synthetic D_u (CIFAKE) 0.0075.',
     'tab:imagenet': 'LoTUS RF-JSD x1e4 1.11 (best), time 10.72 min (best, RTX A6000), retain acc 0.94, MIA 0.61; Original RF-JSD 1.22.',
     'tab:pcc': 'PCC(JSD, RF-JSD) over 10 benchmarks: 0.92 ± 0.04; p-values 0.0010 ± 0.0016.',

@@ -77,7 +77,8 @@ def cite(name:str # a definition of ours: 'lotus_nb.<subpackage>.<module>.<Name>
     if not path.exists(): raise ValueError(f"{name}: lotus_nb has no module {parts[1].replace('/', '.')!r}")
     text = path.read_text(); lines = text.splitlines()
     node = _definition(ast.parse(text), parts[2])
-    if node is None: raise ValueError(f"{name}: {parts[2]} is not defined at the top of lotus_nb/{parts[1]}.py (a name it imports is cited where it is defined)")
+    if node is None: raise ValueError(f"{name}: {parts[2]} is not defined at the top of lotus_nb/{parts[1]}.py (a name it imports is cited "
+                                      f"where it is defined)")
     start, end = min([node.lineno] + [d.lineno for d in getattr(node, 'decorator_list', [])]), node.end_lineno
     if len(parts) == 4:   # an attribute inside the class
         start = end = next((i + 1 for i in range(start - 1, end) if re.match(rf'\s+{parts[3]}\b', lines[i])), None)
@@ -105,7 +106,8 @@ def stand_in_rows() -> list:
         if not d: continue
         ours = ', '.join(f'{k}={v}' for k, v in d.items() if k != 'method_overrides')
         rows.append(Deviation('Stand-ins', f'{ds} benchmark defaults', ours, 'full dataset, paper recipe (section 5)', '-',
-                      'memorises its training set in minutes, so there is something to unlearn', 'train_size=, img_size=, recipe= (run_benchmark)', 'stand-in'))
+                      'memorises its training set in minutes, so there is something to unlearn', 'train_size=, img_size=, recipe= '
+                      '(run_benchmark)', 'stand-in'))
     return rows + STAND_IN_SETUP
 
 def ledger(kind:str=None, # one of KINDS, or None for every row
@@ -250,18 +252,24 @@ def _sgd(file, lines, table):
                          momentum=(0.9, 0.9, f'{file}:{lines} (table silent)'), weight_decay=(5e-4, 5e-4, f'T:{table}; {file}:{lines}'))
 NAIVE_UNLEARNING_PY = 'naive_unlearning_class.py'   # the authors' file of Finetuning, NegGrad+ and Random Labeling
 LOTUS_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, 'CFG:40; RR:62 ViT --batch_size 32'),
-                      optimizer=('adamw', 'adamw', 'paper section 5; lotus_class.py:195'), lr=(1e-4, 1e-6, 'CFG:44 default 1e-4; RR:62 ViT --lr 1e-6'),
+                      optimizer=('adamw', 'adamw', 'paper section 5; lotus_class.py:195'), lr=(1e-4, 1e-6, 'CFG:44 default 1e-4; RR:62 ViT '
+                          '--lr 1e-6'),
                       momentum=(0.9, 0.9, 'ours: unused by AdamW'), weight_decay=(5e-4, 5e-4, 'paper section 5; CFG:46'),
                       alpha=(2., 2., 'paper (alpha 2); RR:32, 62 --alpha 2 (CIFAR-10 ResNet18: 8, BENCHMARK_DEFAULTS)'),
-                      gumbel=(True, True, 'paper Eq. (9); lotus_class.py:202-203'), class_unlearning=(False, False, 'ours: instance unlearning (class: class_defaults)'),
-                      authors_stop=(False, False, 'paper Fig. fig:tau; lotus_class.py:296-305 (rounding: helpers/eval.py:32) is authors_stop=True'),
-                      forget_acc=('augmented', 'augmented', 'lotus_class.py:299-300 (the forget loader keeps the training transforms: helpers/data_utils.py:296-304, 319-326)'))
+                      gumbel=(True, True, 'paper Eq. (9); lotus_class.py:202-203'), class_unlearning=(False, False, 'ours: instance '
+                          'unlearning (class: class_defaults)'),
+                      authors_stop=(False, False, 'paper Fig. fig:tau; lotus_class.py:296-305 (rounding: helpers/eval.py:32) is '
+                                                  'authors_stop=True'),
+                      forget_acc=('augmented', 'augmented', 'lotus_class.py:299-300 (the forget loader keeps the training transforms: '
+                                                            'helpers/data_utils.py:296-304, 319-326)'))
 EIU = 'Evaluating-Inexact-Unlearning src/'   # Goel et al.'s code: CF-k and EU-k
 LAST_K_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE + f' (theirs 62: {EIU}unlearn.py:48, 72)'),
                        batch_size=(128, 32, BATCH_SIZE_SOURCE + f' (theirs 64: {EIU}learn.py:60)'),
-                       optimizer=('sgd', 'sgd', f'{EIU}learn.py:200'), lr=(0.1, 0.01, f'{EIU}learn.py:62 via unlearn.py:153, 159; ViT: ours, 1/10'),
+                       optimizer=('sgd', 'sgd', f'{EIU}learn.py:200'), lr=(0.1, 0.01, f'{EIU}learn.py:62 via unlearn.py:153, 159; ViT: '
+                                                                           f'ours, 1/10'),
                        momentum=(0.9, 0.9, f'{EIU}learn.py:67'), weight_decay=(5e-5, 5e-5, f'{EIU}learn.py:69'),
-                       k=(3, 3, f'{EIU}unlearn.py:50-55, 74-79 (k from 1 to 3)'), min_lr=(0.005, 5e-4, f'{EIU}learn.py:64, 201-202; ViT: ours, 1/10'),
+                       k=(3, 3, f'{EIU}unlearn.py:50-55, 74-79 (k from 1 to 3)'), min_lr=(0.005, 5e-4, f'{EIU}learn.py:64, 201-202; ViT: '
+                           f'ours, 1/10'),
                        clip=(10., 10., f'{EIU}learn.py:80, 165'))   # CF-k and EU-k share their settings (unlearn.py:148-159)
 DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning
     'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
@@ -272,9 +280,12 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                   passes=('sequential', 'sequential', f'{NAIVE_UNLEARNING_PY}:128-173 (forget pass, then retain pass)')),
     'bad_teacher': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('adam', 'adam', 'T:tex:823; bad_teaching_class.py:70'),
                                  lr=(1e-4, 1e-4, 'T:tex:823; bad_teaching_class.py:68'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
-                                 weight_decay=(0., 0., 'T:tex:823; bad_teaching_class.py:69'), T=(1., 1., 'bad_teaching_class.py:61; original paper'),
-                                 teacher=('pretrained', 'pretrained', 'bad_teaching_class.py:123-130 (ViT: helpers/models.py:175-176); paper section 5: random'),
-                                 order=('shuffled', 'shuffled', "ours (the ledger's row): theirs, 'blocks', is bad_teaching_class.py:145-155")),
+                                 weight_decay=(0., 0., 'T:tex:823; bad_teaching_class.py:69'), T=(1., 1., 'bad_teaching_class.py:61; '
+                                     'original paper'),
+                                 teacher=('pretrained', 'pretrained', 'bad_teaching_class.py:123-130 (ViT: helpers/models.py:175-176); '
+                                                                      'paper section 5: random'),
+                                 order=('shuffled', 'shuffled', "ours (the ledger's row): theirs, 'blocks', is "
+                                                                "bad_teaching_class.py:145-155")),
     'scrub': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('adam', 'adam', 'T:tex:824; scrub_class.py:61'),
                            lr=(5e-4, 5e-4, 'T:tex:824; scrub_class.py:56'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
                            weight_decay=(5e-4, 5e-4, 'T:tex:824 (scrub_class.py:57-60: 0.1 except CIFAR-100; result discarded)'),
@@ -282,7 +293,8 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                            msteps=(3, 3, 'original paper (the authors\' code: none)'), milestones=((3, 5, 9), (3, 5, 9), 'original paper'),
                            milestone_budget=(5, 5, 'ours: the milestones scaled to the epochs'), lr_decay=(0.1, 0.1, 'original paper'),
                            rewind=(False, False, 'ours: SCRUB+R off')),
-    'ssd': dict(epochs=(0, 0, 'original paper: one shot (ssd_class.py:202 re-applied it: a defect)'), batch_size=(128, 32, 'ssd_class.py:30 the run\'s; ' + BATCH_SIZE_SOURCE),
+    'ssd': dict(epochs=(0, 0, 'original paper: one shot (ssd_class.py:202 re-applied it: a '
+                              'defect)'), batch_size=(128, 32, 'ssd_class.py:30 the run\'s; ' + BATCH_SIZE_SOURCE),
                          optimizer=('sgd', 'sgd', 'T:tex:825; ssd_class.py:41 (unused)'), lr=(0.1, 0.1, 'T:tex:825; ssd_class.py:38 (unused)'),
                          momentum=(0., 0., 'ssd_class.py:39 (unused)'), weight_decay=(0., 0., 'T:tex:825; ssd_class.py:40 (unused)'),
                          alpha=(10., 10., 'ssd_class.py:57; original paper'), lam=(1., 1., 'ssd_class.py:56; original paper'),
@@ -291,9 +303,12 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
     'unsir': dict(epochs=(10, 3, EPOCHS_SOURCE + ' (rounds, unsir_class.py:126)'), batch_size=(128, 16, 'CFG:40; RR:66 ViT --batch_size 16'),
                            optimizer=('sgd', 'sgd', 'T:tex:826; unsir_class.py:68'), lr=(1e-3, 1e-3, 'T:tex:826; unsir_class.py:65'),
                            momentum=(0.9, 0.9, 'unsir_class.py:66 (table silent)'), weight_decay=(0., 0., 'T:tex:826; unsir_class.py:67'),
-                           noise_steps=(5, 5, 'Choi and Na (unsir_class.py:149-159 took 1: a defect)'), noise_lr=(0.01, 0.01, 'unsir_class.py:145'),
-                           noise_mode=('train', 'train', "unsir_class.py:161 model.train() stays in effect for the next pairs' noise passes (149-154)"),
-                           pairs=('cut', 'cut', "ours: a forget set smaller than one batch is still impaired (unsir_class.py:136-140 skips pairs not both full: pairs='full')"),
+                           noise_steps=(5, 5, 'Choi and Na (unsir_class.py:149-159 took 1: a '
+                                              'defect)'), noise_lr=(0.01, 0.01, 'unsir_class.py:145'),
+                           noise_mode=('train', 'train', "unsir_class.py:161 model.train() stays in effect for the next pairs' noise "
+                                                         "passes (149-154)"),
+                           pairs=('cut', 'cut', "ours: a forget set smaller than one batch is still impaired (unsir_class.py:136-140 skips "
+                                                "pairs not both full: pairs='full')"),
                            retain_per_class=(None, None, 'unsir_class.py:89-92 (1000; 100 with 100+ classes)'),
                            retain_augment=('fresh', 'fresh', "ours (the ledger's row): theirs, 'once', is unsir_class.py:94-121")),
     'salun': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('sgd', 'sgd', 'T:tex:827; salun_class.py:142'),
@@ -310,7 +325,8 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                       optimizer=('sgd', 'sgd', 'Unlearn-Sparse unlearn/impl.py:72-77'),
                       lr=(0.01, 1e-3, "Unlearn-Sparse README.MD:86, arg_parser.py:114; ViT: ours, Finetuning's (no ViT in their code)"),
                       momentum=(0.9, 0.9, 'Unlearn-Sparse arg_parser.py:69'), weight_decay=(5e-4, 5e-4, 'Unlearn-Sparse arg_parser.py:70'),
-                      alpha=(1e-4, 1e-4, 'ours: README.MD:86 leaves it open; arg_parser.py:137 (0.2) is a shared flag that collapses the network'),
+                      alpha=(1e-4, 1e-4, 'ours: README.MD:86 leaves it open; arg_parser.py:137 (0.2) is a shared flag that collapses the '
+                                         'network'),
                       no_l1_epochs=(0, 0, 'the paper\'s decay over every epoch; read by unlearn/FT.py:92, undefined in arg_parser.py')),
 }
 
@@ -349,4 +365,5 @@ def check_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source
                            ):
     "Raise `AssertionError` listing every difference between the ledger's recorded defaults and the registry"
     if bad := defaults_mismatches(defaults, config):
-        raise AssertionError("the deviations ledger and the method registry disagree (update DEFAULTS in nbs/paper/76_deviations.ipynb):\n" + '\n'.join(bad))
+        raise AssertionError("the deviations ledger and the method registry disagree (update DEFAULTS in "
+                             "nbs/paper/76_deviations.ipynb):\n" + '\n'.join(bad))

@@ -42,11 +42,13 @@ PAPER_BENCHMARKS['tab:avg_gap_supp'] = PAPER_BENCHMARKS['tab:gumbel'] = _ALL(('t
 PAPER_BENCHMARKS['tab:pcc'] = [PB(d, m, p) for m in ('vit_b_16', 'resnet18')
                                for d, p in (('cifar100', .1), ('cifar10', .1), ('mufac', .1), ('cifar100', .5), ('cifar10', .5))]
 PAPER_SEEDS = (3407, 13, 12)
-STAND_INS = View(lambda: {d: dataset_defaults(d).stand_in for d in list_datasets() if dataset_defaults(d).in_paper})   # registered: register_dataset(in_paper=True, stand_in=...)
+# registered: register_dataset(in_paper=True, stand_in=...)
+STAND_INS = View(lambda: {d: dataset_defaults(d).stand_in for d in list_datasets() if dataset_defaults(d).in_paper})
 STAND_IN_MODELS = {'resnet18': 'resnet18_small', 'vit_b_16': None, 'vit_b_16_imagenet': 'resnet18_small'}
 STAND_IN_CLASSES = {'pizza': 'Bag', 'beaver': '3'}
 SYNTHETIC_UNSEEN = {'paper': 'cifake', 'embedded': 'synthetic'}   # the synthetic D_u of tab:cifar at each scale
-LABELS = View(lambda: {**{d: dataset_defaults(d).label for d in list_datasets()}, **{m: f.label for m, f in MODELS.items()}})   # registered: label=...
+# registered: label=...
+LABELS = View(lambda: {**{d: dataset_defaults(d).label for d in list_datasets()}, **{m: f.label for m, f in MODELS.items()}})
 
 # %% ../../nbs/paper/70_paper_plan.ipynb #54c796d1
 @dataclass

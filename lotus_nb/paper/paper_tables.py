@@ -125,8 +125,10 @@ def table_benchmarks(parts:dict,       # row label -> the results rows of one be
     return out
 
 # %% ../../nbs/paper/71_paper_tables.ipynb #3da2a963
-SYNTHETIC_METHOD, SYNTHETIC_LABEL = 'lotus_synthetic', 'LoTUS (synthetic D_u)'   # tab:cifar's last column: LoTUS with a synthetic D_u (CIFAKE), its method name and its label
-PAPER_COLUMNS = View(lambda: {   # each table's columns: the registered paper methods (register_method(paper=True)), or the few a table names
+# tab:cifar's last column: LoTUS with a synthetic D_u (CIFAKE), its method name and its label
+SYNTHETIC_METHOD, SYNTHETIC_LABEL = 'lotus_synthetic', 'LoTUS (synthetic D_u)'
+# each table's columns: the registered paper methods (register_method(paper=True)), or the few a table names
+PAPER_COLUMNS = View(lambda: {
     'tab:avg_gap': paper_methods(), 'tab:avg_gap_supp': paper_methods(), 'tab:class': paper_methods(),
     'tab:cifar': (*paper_methods(), SYNTHETIC_METHOD),
     'tab:fifty': ('bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus'),         # the paper's 50% table prints these six
@@ -212,7 +214,8 @@ def table_cifar(parts:dict,     # row label -> (heldout rows, synthetic rows or 
     return rename_column(table_benchmarks(both, rows, methods), SYNTHETIC_METHOD, SYNTHETIC_LABEL)   # unknown methods come last
 
 # %% ../../nbs/paper/71_paper_tables.ipynb #76a0242a
-IMAGENET_COLS = {'RF-JSD x1e4': 'rf_jsd_authors', 'Time (min.)': 'time_min', 'Retain Acc.': 'acc_retain', 'MIA Acc.': 'mia'}   # label -> aggregate_authors's column
+# label -> aggregate_authors's column
+IMAGENET_COLS = {'RF-JSD x1e4': 'rf_jsd_authors', 'Time (min.)': 'time_min', 'Retain Acc.': 'acc_retain', 'MIA Acc.': 'mia'}
 IMAGENET_RANKED = ('RF-JSD x1e4', 'Time (min.)')
 
 def table_imagenet_authors(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
@@ -248,7 +251,8 @@ def table_pcc(parts:dict # row label -> the results rows of one benchmark
     return out
 
 # %% ../../nbs/paper/71_paper_tables.ipynb #3d5539fe
-PCC_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'lotus')   # results.ipynb's main_df less our_cifake: the nine points of the published p-values
+# results.ipynb's main_df less our_cifake: the nine points of the published p-values
+PCC_METHODS = ('gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'lotus')
 
 def pcc_jsd_rf_authors(results:pd.DataFrame,  # rows of one benchmark, Gold's included (jsd_authors and rf_jsd_authors columns)
               methods=PCC_METHODS    # the points (registry names)

@@ -100,7 +100,8 @@ class Measured:
 MEASURED = [   # benchmarks/gpu_speed.py (fast path: fused optimiser, CUDA-graphed step, bf16 autocast), 100 classes, batch 128 (ViT: 32)
     Measured('ResNet18, CIFAR stem without max-pool', 'resnet', 32, 4.440e9, 31_300, 'h200', 'benchmarks/gpu_speed.py on an H200'),
     Measured('ViT-B/16', 'vit', 224, 140.27e9, 1_753, 'h200', 'benchmarks/gpu_speed.py on an H200'),
-    Measured("the authors' ResNet18 (max-pool, 1x1 shortcut convolutions)", 'resnet', 32, 1.160e9, 41_614, 'h100', 'tools/gpu_session.sh on an H100, 2026-11-27'),
+    Measured("the authors' ResNet18 (max-pool, 1x1 shortcut convolutions)", 'resnet', 32, 1.160e9, 41_614, 'h100', 'tools/gpu_session.sh '
+             'on an H100, 2026-11-27'),
     Measured('ResNet18, CIFAR stem without max-pool', 'resnet', 32, 4.440e9, 27_650, 'h100', 'tools/gpu_session.sh on an H100, 2026-11-27'),
     Measured('ViT-B/16', 'vit', 224, 140.27e9, 1_501, 'h100', 'benchmarks/gpu_speed.py on an H100, 2026-11-27')]
 
@@ -136,7 +137,8 @@ def gpu_factor(src:str, # the GPU measured (a GPUS key)
     (p0, b0), (p1, b1) = GPUS[src], GPUS[dst]
     return max(p0/p1, b0/b1)
 
-BF16_NOTE = "; in bf16 (precision='bf16'): a run in fp32, the default (the authors' numerics), is slower, by an amount not measured here"   # every MEASURED figure is bf16
+# every MEASURED figure is bf16
+BF16_NOTE = "; in bf16 (precision='bf16'): a run in fp32, the default (the authors' numerics), is slower, by an amount not measured here"
 
 def target_seconds(model:str,       # a registered model name
                    num_classes:int, # its head
@@ -155,7 +157,8 @@ def target_seconds(model:str,       # a registered model name
             return px/me.images_s*train/lotus*k, basis
     me = next(m for m in sorted(MEASURED, key=lambda m: m.device != target) if m.arch == arch); u = utilisation(arch, target)
     k = gpu_factor(me.device, target)
-    return (train/(GPUS[me.device][0]*u)*k, f"FLOPs: {train/1e9:.3g} GFLOP per training image at {u:.0%} of the {me.device.upper()}'s bf16 peak "
+    return (train/(GPUS[me.device][0]*u)*k, f"FLOPs: {train/1e9:.3g} GFLOP per training image at {u:.0%} of the {me.device.upper()}'s bf16 "
+                                            f"peak "
             f"(the utilisation measured for {me.what})" + (f", x {k:.2f} for the {target.upper()}" if k != 1 else '') + BF16_NOTE)
 
 
@@ -182,7 +185,8 @@ def weights_status(model:str,     # a registered model name
                 f"{constants.HF_HUB_CACHE}: copy it here; or download model.safetensors from https://huggingface.co/{repo})")
     if kind == 'hub':
         where = Path(torch.hub.get_dir())/'checkpoints'
-        return 'cached' if (where/Path(urlparse(src).path).name).exists() else f"not cached (download {src} into {where}, or set $TORCH_HOME)"
+        return 'cached' if (where/Path(urlparse(src).path).name).exists() else (f"not cached (download {src} into {where}, or set "
+                                                                                f"$TORCH_HOME)")
     return 'unknown (no source known for its weights)'
 
 
@@ -349,7 +353,8 @@ def render_preview(pv:Preview,  # from preview_grids
                   ) -> str:
     "The preview as text: the plan, the data, the estimate and what it rests on"
     p = pv.plan
-    lines = [f"DRY RUN: nothing is trained. The plan: {len(p)} benchmark(s) x {n_seeds} seed(s){f' in {n_grids} grids' if n_grids > 1 else ''}: "
+    lines = [f"DRY RUN: nothing is trained. The plan: {len(p)} benchmark(s) x {n_seeds} "
+             f"seed(s){f' in {n_grids} grids' if n_grids > 1 else ''}: "
              f"{int(p.units.sum())} unit(s), {int(p.rows.sum())} row(s) still to run, {int(p.trainings.sum())} original/gold training(s).",
              '', p.assign(passes=(p.passes/1e6).round(2), s_per_image=p.s_per_image.map(lambda v: f'{v:.2e}'), hours=p.hours.round(2))
                  .rename(columns={'passes': 'Mpasses', 'hours': f'hours ({pv.device})'}).to_string(index=False), '', 'Data:']
@@ -359,11 +364,14 @@ def render_preview(pv:Preview,  # from preview_grids
     for _, r in (pv.models if pv.models is not None else pd.DataFrame()).iterrows():
         lines.append(f"  {r.model} at {r['size']} px: {r.basis}" + (f"; weights: {r.weights}" if r.weights else '; no pretrained weights'))
     gpu = pv.device in GPUS
-    lines += ['', f"ESTIMATE: about {pv.hours:.1f} device-hours on {'an' if pv.device[0] in 'ah' else 'a'} {pv.device.upper()} ({'estimated from measurements and FLOPs, see Models' if gpu else 'this device, probed'}), "
+    lines += ['', f"ESTIMATE: about {pv.hours:.1f} device-hours on {'an' if pv.device[0] in 'ah' else 'a'} {pv.device.upper()} "
+                  f"({'estimated from measurements and FLOPs, see Models' if gpu else 'this device, probed'}), "
               "for the rows above (an estimate, not a measurement):",
               (f"  seconds per training image on the {pv.device.upper()} as the Models say" if gpu else
-               "  from a timing probe on this device (a few SGD steps of each benchmark's model on random images)") + ", scaled by the images",
-              "  each training and unlearning run processes at its maximum epochs (early stopping makes it shorter), evaluation at 1/3 of a",
+               "  from a timing probe on this device (a few SGD steps of each benchmark's model on random "
+               "images)") + ", scaled by the images",
+              "  each training and unlearning run processes at its maximum epochs (early stopping makes it shorter), evaluation at 1/3 of "
+              "a",
               "  training pass; models already cached cost nothing; benchmarks whose data is missing are counted at their official sizes."]
     return '\n'.join(lines)
 

@@ -334,7 +334,8 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
     df['forget_class'] = [_class_name(c, (classes or {}).get(d)) for c, d in zip(df.forget_class, df.dataset)]
     df['forget_pct'] = df.forget_pct.astype(float).round(6)
     setups = df.groupby(BENCH + ['method'], dropna=False)['setup'].nunique()
-    if (setups > 1).any(): raise ValueError(f"several setups of one method in the rows ({list(setups[setups > 1].index)}): pass one setup's rows at a time")
+    if (setups > 1).any(): raise ValueError(f"several setups of one method in the rows ({list(setups[setups > 1].index)}): pass one "
+                                            f"setup's rows at a time")
     out = pd.DataFrame([c for key, b in df.groupby(BENCH, dropna=False) for c in _bench_long(key, b)]).dropna(subset=['mean'])
     out.insert(0, 'arch', out.model.map(lambda m: LABELS.get(m, m)))
     out = out.rename(columns={'dataset': 'dataset_id', 'model': 'model_id'})
@@ -347,7 +348,8 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
 BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',), 'tab:fifty_supp': ('tab:fifty',),
                  'tab:imagenet': ('tab:imagenet',), 'tab:avg_gap_supp': ('tab:avg_gap', 'tab:cifar'), 'tab:class': ('tab:class',),
                  'tab:pcc': ('tab:avg_gap', 'tab:cifar', 'tab:fifty'), 'tab:gumbel': ('tab:avg_gap', 'tab:cifar')}
-OURS_METRIC = {'jsd': 'jsd_authors', 'rf_jsd': 'rf_jsd_authors'}   # the published JSD and RF-JSD are on the public code's scale: ours beside them are the authors' formulas
+# the published JSD and RF-JSD are on the public code's scale: ours beside them are the authors' formulas
+OURS_METRIC = {'jsd': 'jsd_authors', 'rf_jsd': 'rf_jsd_authors'}
 KEYS = ['arch', 'dataset', 'forget_pct', 'forget_class', 'unseen', 'variant', 'method', 'metric']
 
 def bench_key(dataset,      # registry name of the dataset
@@ -363,7 +365,8 @@ def bench_key(dataset,      # registry name of the dataset
 def paper_benchmarks(label:str # a stored table other than tab:hyperparams
                     ) -> set:
     "The benchmark keys whose numbers `label` prints (tab:cifar's LoTUS with CIFAKE as $D_u$ included)"
-    if check_table(label) not in BENCHMARKS_OF: raise ValueError(f"{label} prints no results of ours to compare: read it with published({label!r})")
+    if check_table(label) not in BENCHMARKS_OF: raise ValueError(f"{label} prints no results of ours to compare: read it with "
+                                                                 f"published({label!r})")
     pbs = [pb for t in BENCHMARKS_OF[label] for pb in PAPER_BENCHMARKS[t]]
     pbs += [PB(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, 'cifake') for pb in pbs if pb.dataset == 'cifar10' and pb.forget_pct == .1]
     return {bench_key(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, pb.unseen) for pb in pbs}
@@ -379,15 +382,19 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     want, every = paper_benchmarks(label), set().union(*(paper_benchmarks(t) for t in BENCHMARKS_OF))
     keys = [bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)]
     stand_ins = sorted({k for k in keys if k not in every}, key=str)
-    if stand_ins: raise ValueError(f"{stand_ins} are not the paper's benchmarks (embedded-scale stand-ins, or a class not named: see ours_long's "
-                                   f"`classes`): the published numbers are compared only with paper-scale runs of the paper's datasets and models")
+    if stand_ins: raise ValueError(f"{stand_ins} are not the paper's benchmarks (embedded-scale stand-ins, or a class not named: see "
+                                   f"ours_long's "
+                                   f"`classes`): the published numbers are compared only with paper-scale runs of the paper's datasets and "
+                                   f"models")
     other = sorted({k for k in keys if k not in want}, key=str)
-    if other and not drop_other: raise ValueError(f"{other} are paper benchmarks, but not of {label}: pass drop_other=True to leave them out")
+    if other and not drop_other: raise ValueError(f"{other} are paper benchmarks, but not of {label}: pass drop_other=True to leave them "
+                                                  f"out")
     ours = ours[[k in want for k in keys]]
     if not len(ours): raise ValueError(f"no rows of ours are benchmarks of {label}")
     back = {v: k for k, v in OURS_METRIC.items()}
     o = ours[~ours.metric.isin(list(OURS_METRIC))].assign(ours_metric=lambda d: d.metric, metric=lambda d: d.metric.map(lambda m: back.get(m, m)))
-    o = o.assign(ours=o['mean'], ours_std=o['std'])[KEYS + ['ours_metric', 'ours', 'ours_std', 'seeds']]   # ours_long is on the printed scale
+    # ours_long is on the printed scale
+    o = o.assign(ours=o['mean'], ours_std=o['std'])[KEYS + ['ours_metric', 'ours', 'ours_std', 'seeds']]
     pub = published(label)
     benches = _norm(o)[KEYS[:6]].drop_duplicates()
     pub = _norm(pub).merge(benches, on=KEYS[:6])
@@ -396,9 +403,12 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     out['difference'] = out.ours - out.published
     out['forget_pct'] = out.forget_pct.where(out.forget_pct >= 0)
     out = out[['table'] + KEYS + ['ours_metric', 'scale', 'published', 'published_std', 'ours', 'ours_std', 'difference', 'seeds']]
-    out.attrs['caption'] = (f"{label}: the paper's printed values beside ours and ours - published, on the printed scale (JSD and RF-JSD x 1e4). "
-                            "Ours by the authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the values rounded as logged, "
-                            "rounded to 2 decimals; gaps and Avg Gap (no std) of the rounded means. Our JSD and RF-JSD beside the published ones are "
+    out.attrs['caption'] = (f"{label}: the paper's printed values beside ours and ours - published, on the printed scale (JSD and RF-JSD x "
+                            f"1e4). "
+                            "Ours by the authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the values "
+                            "rounded as logged, "
+                            "rounded to 2 decimals; gaps and Avg Gap (no std) of the rounded means. Our JSD and RF-JSD beside the "
+                            "published ones are "
                             "jsd_authors and rf_jsd_authors, the public code's formulas.")
     return out.reset_index(drop=True)
 

@@ -46,7 +46,8 @@ def _benchmark_table() -> dict:
             if e: out[key] = {k: _recipe(v) if k == 'recipe' else v for k, v in e.items()}
     return out
 
-BENCHMARK_DEFAULTS = View(_benchmark_table)   # read-only, built from the registrations on each read: register_dataset(benchmark=..., benchmark_by_arch=...)
+# read-only, built from the registrations on each read: register_dataset(benchmark=..., benchmark_by_arch=...)
+BENCHMARK_DEFAULTS = View(_benchmark_table)
 
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
                        model:str,   # registry name (resolved, not 'auto'): its arch picks the recipe
@@ -61,7 +62,8 @@ def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
         for m, o in e.get('method_overrides', {}).items(): mo[m] = {**mo.get(m, {}), **o}
     every = mo.pop('*', None)
     if every is not None: mo = {m: {**every, **mo.get(m, {})} for m in list_methods(reference=False)}
-    mo = {m: {**{k: v for k, v in o.items() if k not in ('instance', 'class')}, **o.get(kind, {})} for m, o in mo.items()}   # {'instance': {..}, 'class': {..}}
+    # {'instance': {..}, 'class': {..}}
+    mo = {m: {**{k: v for k, v in o.items() if k not in ('instance', 'class')}, **o.get(kind, {})} for m, o in mo.items()}
     return {**out, 'method_overrides': mo}
 
 def benchmark_augment(dataset:str,       # registry name
@@ -73,7 +75,8 @@ def benchmark_augment(dataset:str,       # registry name
     return benchmark_defaults(dataset, model)['augment'] or dataset_defaults(dataset).augment
 
 # %% ../../nbs/running/58_benchmark_spec.ipynb #a8ceaa25
-STEP_BUDGETS = ('capped', 'paper', 'unscaled')   # BenchmarkSpec.step_budget: the paper's optimiser steps at an embedded size (capped: as far as max_step_scale), or its epochs as they are
+# BenchmarkSpec.step_budget: the paper's optimiser steps at an embedded size (capped: as far as max_step_scale), or its epochs as they are
+STEP_BUDGETS = ('capped', 'paper', 'unscaled')
 
 PROTOCOLS = {   # protocol -> what it sets: BenchmarkSpec fields ('spec'), loader options by dataset ('data_options'),
                 # method options ('methods': method -> options; under an arch key, 'resnet' or 'vit', that arch's only).
@@ -87,7 +90,8 @@ PROTOCOLS = {   # protocol -> what it sets: BenchmarkSpec fields ('spec'), loade
                   mia_mode='authors',       # the entropy MIA first, in train mode, one image a pass (helpers/eval.py:250-277)
                   heldout_cut='sklearn',    # D_u and test cut by StratifiedShuffleSplit (helpers/data_utils.py:245-250)
                   split='first'),           # each class's first 10%, whatever the seed (helpers/data_utils.py:405-410)
-        by_data={'mufac': dict(vit=dict(augment='mufac_resized'))},   # dataset -> arch -> a field left 'default' (data_utils.py:89-98, 136-141)
+        # dataset -> arch -> a field left 'default' (data_utils.py:89-98, 136-141)
+        by_data={'mufac': dict(vit=dict(augment='mufac_resized'))},
         data_options={'imagenet': dict(forget_rule='first')},   # a class's first 5 of its 50, every seed (data_utils.py:449-450)
         methods={'neggrad_plus': dict(loop='authors'),          # naive_unlearning_class.py:87-109: descends on D_f, then D_r
                  'bad_teacher': dict(order='blocks'),           # bad_teaching_class.py:145-155: shuffle=False
@@ -162,7 +166,8 @@ def resolve_spec(spec:BenchmarkSpec, # a benchmark, model possibly 'auto'
 
 
 # %% ../../nbs/running/58_benchmark_spec.ipynb #247d0b47
-UNSEEN_SOURCES = Registry('unseen source')   # filled by the modules that register generators (lotus_nb.running.synthetic), which load_plugins imports
+# filled by the modules that register generators (lotus_nb.running.synthetic), which load_plugins imports
+UNSEEN_SOURCES = Registry('unseen source')
 
 def register_unseen(name:str): # the name a BenchmarkSpec's unseen field uses
     "Decorator: register `f(prep, splits, seed, device) -> split`, a generator of the methods' unseen set $D_u$"
@@ -174,7 +179,8 @@ def unseen_sources(dataset:str # registry name of the benchmark's dataset
     "The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as its $D_u$ (CIFAKE for CIFAR-10)"
     load_plugins(); return ['heldout', *UNSEEN_SOURCES, *[d for d in list_datasets() if dataset_defaults(d).unseen_for == dataset]]
 
-RUN_ARRAYS = Registry('run arrays')   # filled by the modules that register them (lotus_nb.running.privacy: 'pool_scores'), which load_plugins imports
+# filled by the modules that register them (lotus_nb.running.privacy: 'pool_scores'), which load_plugins imports
+RUN_ARRAYS = Registry('run arrays')
 
 def register_arrays(name:str): # the name a BenchmarkSpec's arrays field lists
     "Decorator: register `f(prep, ctx, model) -> {name: array}`, arrays computed on every model a run produces and stored with its record"
@@ -199,13 +205,16 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     if methods is None: methods = [m for m in list_methods(default_run=True) if has_gold or m != gold]   # the field's others run when named
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
     methods = [check_method(m) for m in methods]
-    for m in methods: check_kind(m, 'instance' if spec.forget_class is None else 'class')   # a method that refuses the benchmark's kind, before any work
-    if gold in methods and not has_gold: raise ValueError(f"{spec.dataset} has no gold model (the paper scores it without one): leave {gold!r} out of methods")
+    # a method that refuses the benchmark's kind, before any work
+    for m in methods: check_kind(m, 'instance' if spec.forget_class is None else 'class')
+    if gold in methods and not has_gold: raise ValueError(f"{spec.dataset} has no gold model (the paper scores it without one): leave "
+                                                          f"{gold!r} out of methods")
     if len(set(methods)) != len(methods): raise ValueError(f"repeated methods in {methods}")
     overrides = spec.method_overrides or {}
     if not isinstance(overrides, dict): raise ValueError(f"method_overrides must be a dict {{method: {{name: value}}}}, got {overrides!r}")
     for m, o in overrides.items():
-        if is_reference(check_method(m)): raise ValueError(f"{m!r} is a reference: it follows the benchmark's training recipe (pass `recipe`), not method_overrides")
+        if is_reference(check_method(m)): raise ValueError(f"{m!r} is a reference: it follows the benchmark's training recipe (pass "
+                                                           f"`recipe`), not method_overrides")
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
@@ -214,7 +223,8 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     if spec.mia_mode == 'authors' and spec.protocol != 'authors':   # slow and a defect: it exists only to match their run
         raise ValueError("mia_mode='authors' (the MIA's train-mode passes of one image) runs only under protocol='authors'")
     fdr = spec.fast_dev_run
-    if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fdr!r}")
+    if isinstance(fdr, bool) or not isinstance(fdr, int) or fdr < 0: raise ValueError(f"fast_dev_run must be a non-negative integer (0: "
+        f"the real run), got {fdr!r}")
     rb = spec.rehearsal_batch
     if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1 or not fdr):
         raise ValueError(f"rehearsal_batch must be None or a positive integer, and only in a rehearsal (fast_dev_run > 0), got {rb!r}")
@@ -274,7 +284,8 @@ class Prepared:
                    ) -> tuple:
         "Paths of the cached $f_{orig}$ (shared by every forget set of the paper's rule) and $f_{gold}$ of `seed`"
         sp = self.splits(seed); forget = sp.forget.tolist()
-        train = {} if self.spec.split == 'random' else dict(train=cache_key(idx=np.union1d(sp.forget, sp.retain).tolist()))  # another rule may train on less
+        # another rule may train on less
+        train = {} if self.spec.split == 'random' else dict(train=cache_key(idx=np.union1d(sp.forget, sp.retain).tolist()))
         return (store.checkpoint('orig', cache_key(**self.base, kind='orig', seed=seed, **train)),
                 store.checkpoint('gold', cache_key(**self.base, kind='gold', seed=seed, forget=forget)))
     def make_model(self) -> nn.Module:
@@ -286,7 +297,8 @@ class Prepared:
             if not self.spec.fast_dev_run: raise   # a real run never trains from a random network in their place
             if m not in RANDOM_IN_PLACE:
                 RANDOM_IN_PLACE.add(m)
-                log.warning(f"rehearsal: {m} runs with a randomly initialised network in place of its pretrained weights, missing here: {e}")
+                log.warning(f"rehearsal: {m} runs with a randomly initialised network in place of its pretrained weights, missing here: "
+                            f"{e}")
             return make(False)
     def device_splits(self, seed:int, # the seed whose sets are drawn
                       device          # where the batches are made
@@ -395,10 +407,12 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     recipe = spec.recipe or dflt['recipe']
     if spec.train_epochs is not None: recipe = dataclasses.replace(recipe, epochs=min(recipe.epochs, spec.train_epochs))
     if spec.fast_dev_run: recipe = dataclasses.replace(recipe, epochs=1)   # a rehearsal: one epoch (of fast_dev_run batches)
-    strict = dict(download=False, only_root=True) if spec.fast_dev_run else {}   # a rehearsal reads data_root's data or refuses: it fetches nothing
+    # a rehearsal reads data_root's data or refuses: it fetches nothing
+    strict = dict(download=False, only_root=True) if spec.fast_dev_run else {}
     data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, reuse=True, **strict, **(spec.data_options or {}))
     unseen_data = load_dataset(spec.unseen, root=spec.data_root, reuse=True, **strict) if spec.unseen in DATASETS else None
-    if (augment := benchmark_augment(spec.dataset, spec.model, spec.augment)) is not None: data.augment = augment   # in the checkpoint keys as base's augment
+    # in the checkpoint keys as base's augment
+    if (augment := benchmark_augment(spec.dataset, spec.model, spec.augment)) is not None: data.augment = augment
     forget_class = resolve_class(data, spec.forget_class)
     forget_pct = None if forget_class is not None else spec.forget_pct
     arch, kind = model_arch(spec.model), 'instance' if forget_class is None else 'class'
@@ -411,11 +425,14 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     cfgs = {m: rehearsal_config(c, spec.fast_dev_run) for m, c in scaled.items()}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
                 recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
-                **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),   # the paper's rule keeps the keys of earlier runs
+                # the paper's rule keeps the keys of earlier runs
+                **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),
                 **({} if spec.heldout_cut == 'stratified' else dict(heldout_cut=spec.heldout_cut)),   # D_u stops their training
-                **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),   # a rehearsal's models and rows never match a real run's
+                # a rehearsal's models and rows never match a real run's
+                **({'fast_dev_run': spec.fast_dev_run} if spec.fast_dev_run else {}),
                 **({'rehearsal_batch': spec.rehearsal_batch} if spec.rehearsal_batch else {}),
-                **({'views': sorted(data.views)} if data.views else {}),   # rows scored through another pipeline (ImageNet's, as the authors' scripts ran it)
+                # rows scored through another pipeline (ImageNet's, as the authors' scripts ran it)
+                **({'views': sorted(data.views)} if data.views else {}),
                 **({} if (prec := spec.precision or precision_of('cuda')) == 'fp32' else dict(precision=prec)))   # bf16: other models
     rp = {'retain_pct': spec.retain_pct} if spec.retain_pct != 0.3 else {}
     if spec.mia_nonmember != 'test+unseen': rp['mia_nonmember'] = spec.mia_nonmember   # the default adds nothing to the keys
@@ -424,7 +441,8 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     if spec.eval_augmented: rp['eval_augmented'] = True
     if spec.mia_mode != 'eval': rp['mia_mode'] = spec.mia_mode
     if spec.protocol != 'lotus_nb': rp['protocol'] = spec.protocol   # the authors' run: rows of its own, the same f_orig and f_gold
-    if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen   # on a held-out benchmark the two are one
+    # on a held-out benchmark the two are one
+    if spec.eval_unseen != 'methods' and spec.unseen != 'heldout': rp['eval_unseen'] = spec.eval_unseen
     load_plugins(); mv = metric_versions()   # a metric's version: its rows made again, its models kept (no version: the keys of before)
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp, **({'metrics': mv} if mv else {}))
              for m in methods}
@@ -455,7 +473,8 @@ def check_method_seeds(method_seeds # None, or a non-empty list of non-negative 
                       ) -> list: # the checked list, or None
     "Refuse method seeds that are not a non-empty list of distinct non-negative integers (None passes)"
     if method_seeds is None: return None
-    if isinstance(method_seeds, (int, str)) or not len(method_seeds): raise ValueError(f"method_seeds must be None or a non-empty list of integers, got {method_seeds!r}")
+    if isinstance(method_seeds, (int, str)) or not len(method_seeds): raise ValueError(f"method_seeds must be None or a non-empty list of "
+        f"integers, got {method_seeds!r}")
     out = [check_seed(s) for s in method_seeds]
     if len(set(out)) != len(out): raise ValueError(f"repeated method seeds in {out}")
     return out

@@ -100,7 +100,8 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
             missing[missing_key(s)] = (s, str(e))
     keys = [p.key for p in preps]
     if dup := sorted({k for k in keys if keys.count(k) > 1}):
-        raise ValueError(f"the grid has the same benchmark twice ({', '.join(dup)}): its specs differ only in what does not change a row (e.g. data_root)")
+        raise ValueError(f"the grid has the same benchmark twice ({', '.join(dup)}): its specs differ only in what does not change a row "
+                         f"(e.g. data_root)")
     for p in preps: check_checkpoints(p, seeds, store)
     check_weights([p for p in preps if p.spec.fast_dev_run])   # a rehearsal says here which models run without their weights
     done = store.done()
@@ -125,13 +126,15 @@ def executor_options(executor:str, # a registered executor
     f = EXECUTORS[check_choice(executor, EXECUTORS, 'executor')]
     takes = list(inspect.signature(f).parameters)[2:]
     opts = {k: v for k, v in options.items() if v is not None}
-    if bad := sorted(set(opts) - set(takes)): raise ValueError(f"executor {executor!r} takes no option {', '.join(bad)}; its options: {', '.join(takes)}")
+    if bad := sorted(set(opts) - set(takes)): raise ValueError(f"executor {executor!r} takes no option {', '.join(bad)}; its options: "
+                                                               f"{', '.join(takes)}")
     f.check(**opts); return opts
 
 def check_workers(workers # processes that run units at once: a positive integer
                  ) -> int:
     "`workers` if it is a positive integer, else a `ValueError`"
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1: raise ValueError(f"workers must be a positive integer, "
+        f"got {workers!r}")
     return workers
 
 def auto_workers(device='auto', # where the units run: 'auto', 'cpu' or 'cuda'
@@ -197,7 +200,8 @@ def run_local(plan:GridPlan,      # from plan_grid
                 for r in rows: line(plan.preps[u.bench].name)(r)
                 plan.stored(store, u.bench, rows)
                 for v in pieces: g = submit(v); todo[g] = (v, []); pending.add(g)
-    finally: ex.shutdown(wait=True, cancel_futures=True)   # after a failure: the running units finish (their rows kept), the others never start
+    # after a failure: the running units finish (their rows kept), the others never start
+    finally: ex.shutdown(wait=True, cancel_futures=True)
 
 # %% ../../nbs/running/61_grid.ipynb #75ea91d8
 def _check_ray(num_cpus=1, threads=1, storage=None, **_):
@@ -220,7 +224,8 @@ def _ray_unit(spec, unit, methods, done, device, threads, storage, names, *blobs
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     ray = optional_import('ray', 'ray')
     out = worker_unit(spec, unit, methods, done, device, threads, storage, dict(zip(names, blobs)))
-    return {**out, 'node': f"{out['node']}, {ray.get_runtime_context().get_node_id()[:8]}"}   # the host and the Ray node: several nodes may share a host
+    # the host and the Ray node: several nodes may share a host
+    return {**out, 'node': f"{out['node']}, {ray.get_runtime_context().get_node_id()[:8]}"}
 
 # %% ../../nbs/running/61_grid.ipynb #1aaee7e6
 def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
@@ -238,7 +243,8 @@ def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
     bad = []
     for r, where in refs.items():
         try: bad += [f"{where}, {m}" for m in ray.get(r, timeout=timeout_s)]
-        except gone: log.warning(f"check_nodes: {where} left the cluster during the checks; Ray schedules no unit there")   # a node lost or not yet marked dead
+        # a node lost or not yet marked dead
+        except gone: log.warning(f"check_nodes: {where} left the cluster during the checks; Ray schedules no unit there")
     if bad: raise FileNotFoundError("data missing on the cluster's nodes (nothing was trained):\n" + "\n".join(bad))
 
 # %% ../../nbs/running/61_grid.ipynb #657bad23
@@ -297,7 +303,8 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
             store.append_stages(out['stages'])
             new = []
             for row in out['rows']:
-                if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is kept"); continue
+                if not store.append(row): log.warning(f"[{plan.preps[i].name} seed {s}] {row['method']}: already in the store; its row is "
+                                                      f"kept"); continue
                 new.append(row)
                 if progress: prog.step(f"{plan.preps[i].name} seed {s}: {row_summary(row)} (Ray node {out['node']})")
             plan.stored(store, i, new)
@@ -321,7 +328,9 @@ def rehearse(out_dir,          # the notebook's out_dir
     with rehearsal(fast_dev_run, rehearsal_batch): pass   # rehearsal_batch checked
     if not fast_dev_run: return out_dir
     mark_rehearsal(Store(path), fast_dev_run, rehearsal_batch)
-    log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass" + (f" of at most {rehearsal_batch} images (rehearsal_batch: a CPU cap, not the real batch sizes)" if rehearsal_batch else ' of its real batch size')
+    log.warning(f"rehearsal: every loop {fast_dev_run} batch(es) a pass" + (f" of at most {rehearsal_batch} images (rehearsal_batch: a CPU "
+                                                                            f"cap, not the real batch "
+                                                                            f"sizes)" if rehearsal_batch else ' of its real batch size')
                 + f", in {path}: {rehearsal_note(fast_dev_run, rehearsal_batch)}")
     return str(path)
 
@@ -329,7 +338,8 @@ def check_subscribers(subscribers # reporting.Subscriber instances
                      ) -> list:
     "Refuse anything in `subscribers` that is not a `reporting.Subscriber`, before any work"
     subs = list(subscribers or ())
-    if bad := [s for s in subs if not isinstance(s, Subscriber)]: raise TypeError(f"subscribers must be lotus_nb.running.reporting.Subscriber instances, got {bad!r}")
+    if bad := [s for s in subs if not isinstance(s, Subscriber)]: raise TypeError(f"subscribers must be "
+        f"lotus_nb.running.reporting.Subscriber instances, got {bad!r}")
     return subs
 
 def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchmark}

@@ -134,7 +134,8 @@ def shadow_design(y_train,              # labels of the training split
     y, yh = np.asarray(y_train), np.asarray(y_heldout); n = len(y)
     base_size = round(pool_size/2*(1 - forget_pct)/forget_pct)
     if pool_size < 4 or pool_size + base_size > n:
-        raise ValueError(f"pool_size={pool_size} needs a base of {base_size} and {pool_size + base_size} training images; the dataset has {n}")
+        raise ValueError(f"pool_size={pool_size} needs a base of {base_size} and {pool_size + base_size} training images; the dataset has "
+                         f"{n}")
     pool = stratified_sample(y, pool_size/n, seed)
     rest = np.setdiff1d(np.arange(n), pool); base = rest[stratified_sample(y[rest], base_size/len(rest), seed)]
     sp = make_splits(y, yh, forget_pct, seed)
@@ -156,7 +157,8 @@ def shadow_splits(data,                  # the loaded dataset (its labels)
     if forget_class is not None: raise ValueError("the shadow design audits instance unlearning: forget_class is not defined")
     k = check_seed(seed) - SHADOW_SEED*check_seed(audit_seed)
     if not 0 <= k < shadows:
-        raise ValueError(f"seed {seed} is no shadow of the audit with seed {audit_seed}: its {shadows} shadows run as seeds {SHADOW_SEED*audit_seed}..{SHADOW_SEED*audit_seed + shadows - 1}")
+        raise ValueError(f"seed {seed} is no shadow of the audit with seed {audit_seed}: its {shadows} shadows run as seeds "
+                         f"{SHADOW_SEED*audit_seed}..{SHADOW_SEED*audit_seed + shadows - 1}")
     d, y = shadow_design(data.y_train, data.y_heldout, forget_pct, audit_seed, shadows, pool_size, held_size), np.asarray(data.y_train)
     forget, retain = np.sort(d['pool'][d['member'][k]]), np.sort(d['base'])
     return Splits(forget, retain, retain[stratified_sample(y[retain], retain_pct, seed)], d['unseen'], d['test'], seed, forget_pct, None)
@@ -203,12 +205,14 @@ def prepare_audit(dataset:str='fashionmnist', # registry name; in-memory dataset
     if isinstance(shadows, bool) or not isinstance(shadows, int) or shadows < 4 or shadows % 2:
         raise ValueError(f"shadows must be an even integer >= 4 (complementary pairs), got {shadows!r}")
     prep = prepare(spec, list_methods())
-    if not prep.data.in_memory: raise ValueError(f"{dataset} is streamed from disk: the privacy audit trains many shadow models and supports in-memory datasets only")
+    if not prep.data.in_memory: raise ValueError(f"{dataset} is streamed from disk: the privacy audit trains many shadow models and "
+                                                 f"supports in-memory datasets only")
     d = shadow_design(prep.data.y_train, prep.data.y_heldout, forget_pct, seed, shadows, pool_size, held_size)
     return AuditSetup(prep, seed=seed, **d)
 
 # %% ../../nbs/running/66_privacy.ipynb #b1a77cdc
-POP_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc')   # the population metrics of a shadow's row
+# the population metrics of a shadow's row
+POP_METRICS = ('acc_forget', 'acc_retain', 'acc_test', 'acc_unseen', 'mia', 'mia_loss', 'mia_svc')
 
 @dataclass
 class Audit:
@@ -316,7 +320,8 @@ def privacy_verdict(mean:pd.DataFrame, # per-method means, columns PRIVACY_ROWS 
             same = [a for a, r in pop.items() if r == u]; other = [a for a in pop if a not in same]
             out.append(f"U-LiRA ranks {name} as every population attack does ({u} of {n})." if not other else
                        f"U-LiRA ranks {name} {u} of {n}, unlike every population attack." if not same else
-                       f"U-LiRA ranks {name} {u} of {n}, as {' and '.join(same)} do{'es' if len(same) == 1 else ''}; {' and '.join(other)} rank{'s' if len(other) == 1 else ''} it otherwise.")
+                       f"U-LiRA ranks {name} {u} of {n}, as {' and '.join(same)} do{'es' if len(same) == 1 else ''}; {' and '.join(other)} "
+                       f"rank{'s' if len(other) == 1 else ''} it otherwise.")
     if 'U-LiRA AUC' in ranks:
         for a in [a for a in POPULATION_ATTACKS if a in ranks and n > 2]:
             rho = spearmanr(ranks[a].astype(float), ranks['U-LiRA AUC'].astype(float))[0]

@@ -112,10 +112,12 @@ def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains
                  progress:bool=True  # show the training progress bar
                 ) -> tuple: # (f_orig, its training meta)
     "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
-    with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):   # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
+    # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
+    with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):
         return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
 
-EVAL_UNSEEN = ('methods', 'heldout')   # the evaluation's D_u: the methods' (a synthetic one where the benchmark has it: the authors'), or the held-out half
+# the evaluation's D_u: the methods' (a synthetic one where the benchmark has it: the authors'), or the held-out half
+EVAL_UNSEEN = ('methods', 'heldout')
 
 def eval_unseen_of(how:str,   # 'methods' or 'heldout'
                    splits:dict, # the seed's splits (their 'unseen': the held-out half)
@@ -145,13 +147,15 @@ def seed_context(prep:Prepared,      # the prepared benchmark
     elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
     else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
     ev_unseen = eval_unseen_of(prep.spec.eval_unseen, ts, unseen)   # theirs: a synthetic D_u replaces the validation set for the whole run
-    aug = ('forget', 'retain') if prep.spec.eval_augmented else ()   # the authors' scoring of augmented images: one draw, seeded by the seed
+    # the authors' scoring of augmented images: one draw, seeded by the seed
+    aug = ('forget', 'retain') if prep.spec.eval_augmented else ()
     with stage('reference', dev): ref = reference_outputs(ts['forget'], ev_unseen, f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'], augmented=aug, augment_seed=seed)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta, retain_draw=prep.spec.retain_draw)
     views = {}
     for m, vs in prep.device_views(seed, dev).items():   # a row scored through another pipeline: its own sets and reference outputs
-        if prep.spec.unseen != 'heldout': raise ValueError(f"{prep.name}: a view of the data ({m}'s) needs the held-out D_u, not {prep.spec.unseen!r}")
+        if prep.spec.unseen != 'heldout': raise ValueError(f"{prep.name}: a view of the data ({m}'s) needs the held-out D_u, not "
+                                                           f"{prep.spec.unseen!r}")
         with stage(f'reference {m}', dev):
             vref = reference_outputs(vs['forget'], vs['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=vs['test'], augmented=aug, augment_seed=seed)
         views[m] = SeedContext(vs, f_orig, f_gold, task, vref, prep.spec.mia_nonmember, aug, mia_mode=prep.spec.mia_mode)
@@ -202,8 +206,10 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
             s = prep.spec
             row = dict(dataset=s.dataset, model=s.model, forget_pct=prep.forget_pct, forget_class=prep.forget_class, unseen=s.unseen,
                        method=m, seed=seed, setup=prep.setup[m], method_seed=ms, protocol=s.protocol, time_min=record['time_min'],
-                       steps=record.get('steps', float('nan')),   # the optimiser steps that updated a model (gold: its training's, if it trained)
-                       **({'paper_steps': round(record['steps']/prep.budget[m])} if m in prep.budget and 'steps' in record else {}),   # at the paper's scale
+                       # the optimiser steps that updated a model (gold: its training's, if it trained)
+                       steps=record.get('steps', float('nan')),
+                       # at the paper's scale
+                       **({'paper_steps': round(record['steps']/prep.budget[m])} if m in prep.budget and 'steps' in record else {}),
                        avg_gap=avg_gap(metrics, gold[0]) if gold else float('nan'),
                        **{k: v for k, v in metrics.items() if k in METRICS or (k != 'entropies' and np.isscalar(v))}, **usage)
             record = {**record, 'checkpoints': ckpts}   # named, for a tracker
@@ -212,7 +218,8 @@ def _run_todo(prep, seed, ms, todo, store, dev, progress, on_row, overlap) -> in
                 log.warning(f"[{prep.name} seed {seed}] {m}: another process wrote this row first; its row is kept"); continue
             wrote += 1
             if on_row is not None: on_row(row)   # the caller reports it (the grid: one line per row)
-            else: log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
+            else: log.info(f"[{prep.name} seed {seed}{'' if ms == seed else f' method seed {ms}'}] {m} ({i+1}/{len(todo)}): "
+                           f"avg_gap={row['avg_gap']:.4f} rf_jsd={row.get('rf_jsd', float('nan')):.5f} time={row['time_min']:.3f} min")
         pending.clear()
     try:
         for i, m in enumerate(todo):

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from ..core.files import atomic_write, check_writable, fsync_dir
 import numpy as np, pandas as pd
-from ..metrics.metric_facts import builtin_metrics, METRIC_FNS   # the built-in metrics, registered without torch: nbs/metrics/52_metric_facts.ipynb
+# the built-in metrics, registered without torch: nbs/metrics/52_metric_facts.ipynb
+from ..metrics.metric_facts import builtin_metrics, METRIC_FNS
 
 log = logging.getLogger('lotus_nb')
 
@@ -27,10 +28,12 @@ def patch(f): # a function whose first parameter is annotated with its class, e.
 # %% ../../nbs/running/56_store.ipynb #07c97d1f
 KEY = ['dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'seed', 'setup']
 METRICS = builtin_metrics()   # the metric columns every row has: the registry's built-ins, in their order
-RESOURCES = ['threads', 'precision', 'steps', 'peak_mem_mb', 'peak_rss_mb']   # what a run used: CPU threads, numerics ('fp32', 'bf16'), optimiser steps, peak device memory (CUDA), peak host RSS
+# what a run used: CPU threads, numerics ('fp32', 'bf16'), optimiser steps, peak device memory (CUDA), peak host RSS
+RESOURCES = ['threads', 'precision', 'steps', 'peak_mem_mb', 'peak_rss_mb']
 COLUMNS = KEY + ['method_seed', 'protocol'] + METRICS + RESOURCES   # protocol: the row's (its setup holds it where not ours)
 FILLED = {'protocol': 'lotus_nb'}   # a column added since a file was written -> the value of the rows written before it
-RENAMED_COLUMNS = {'jsd_legacy': 'jsd_authors', 'rf_jsd_legacy': 'rf_jsd_authors'}   # a column's name until 0.7 -> its name now: a file written before is read under the new one
+# a column's name until 0.7 -> its name now: a file written before is read under the new one
+RENAMED_COLUMNS = {'jsd_legacy': 'jsd_authors', 'rf_jsd_legacy': 'rf_jsd_authors'}
 
 def renamed_columns(df:pd.DataFrame # rows read from a results file, possibly with columns under their names until 0.7
                    ) -> pd.DataFrame:
@@ -114,16 +117,20 @@ def rehearsal_note(fast_dev_run:int,     # batches per pass of the rehearsal; 0:
                   ) -> str: # '' for a real run
     "The words every caption of a rehearsal's tables and figures carries"
     if not fast_dev_run: return ''
-    return f"rehearsal: {fast_dev_run} batches" + (f" of at most {rehearsal_batch} images (rehearsal_batch)" if rehearsal_batch else '') + ", not results."
+    return f"rehearsal: {fast_dev_run} batches" + (f" of at most {rehearsal_batch} images "
+                                                   f"(rehearsal_batch)" if rehearsal_batch else '') + ", not results."
 
 def mark_rehearsal(store:Store,       # the rehearsal's store (out_dir/rehearsal)
                    fast_dev_run:int, # a positive batch count
                    rehearsal_batch:int=None # its cap on every batch's size; None: the real sizes
                   ):
     "Mark `store` as a rehearsal's; refuse a store that holds a real run's rows, or another rehearsal's batch count"
-    if store.results.exists() and not store.rehearsal_mark.exists(): raise ValueError(f"{store.root} holds a real run's rows: a rehearsal writes to a store of its own")
-    if store.rehearsal not in (0, fast_dev_run): raise ValueError(f"{store.root} holds a rehearsal of {store.rehearsal} batches, not {fast_dev_run}: use another out_dir")
-    if store.rehearsal and store.rehearsal_batch != rehearsal_batch: raise ValueError(f"{store.root} holds a rehearsal of rehearsal_batch {store.rehearsal_batch}, not {rehearsal_batch}: use another out_dir")
+    if store.results.exists() and not store.rehearsal_mark.exists(): raise ValueError(f"{store.root} holds a real run's rows: a rehearsal "
+        f"writes to a store of its own")
+    if store.rehearsal not in (0, fast_dev_run): raise ValueError(f"{store.root} holds a rehearsal of {store.rehearsal} batches, not "
+                                                                  f"{fast_dev_run}: use another out_dir")
+    if store.rehearsal and store.rehearsal_batch != rehearsal_batch: raise ValueError(f"{store.root} holds a rehearsal of rehearsal_batch "
+        f"{store.rehearsal_batch}, not {rehearsal_batch}: use another out_dir")
     store.root.mkdir(parents=True, exist_ok=True); store.rehearsal_mark.write_text(json.dumps(dict(fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch)))
 
 # %% ../../nbs/running/56_store.ipynb #a2aad6de
@@ -161,7 +168,8 @@ def read(self:Store) -> pd.DataFrame:
     if not self.root.is_dir(): raise NotADirectoryError(f"out_dir {self.root} exists and is not a folder")
     with self._locked(False): data = self.results.read_bytes()
     cut = data.rfind(b'\n') + 1
-    if cut < len(data): log.warning(f"{self.results}: the last line ({len(data) - cut} bytes) has no newline: a write was cut short, so it is no finished run; it is left out (the next append removes it)")
+    if cut < len(data): log.warning(f"{self.results}: the last line ({len(data) - cut} bytes) has no newline: a write was cut short, so it "
+                                    f"is no finished run; it is left out (the next append removes it)")
     return self._frame(data[:cut])
 
 @patch
@@ -184,7 +192,8 @@ def append(self:Store, row:dict # {column: value} of one run: the KEY columns an
         df = self._frame(data)
         if row_id(row) in {row_id(r) for _, r in df.iterrows()}: return False
         header = list(pd.read_csv(io.BytesIO(data), nrows=0).columns) if data.strip() else []
-        have = list(renamed_columns(pd.DataFrame(columns=header)).columns)   # a column renamed since the file was written: under its name now
+        # a column renamed since the file was written: under its name now
+        have = list(renamed_columns(pd.DataFrame(columns=header)).columns)
         extra = [k for k in row if k not in COLUMNS and k not in have]
         cols = COLUMNS + [c for c in have if c not in COLUMNS] + extra
         if header and header != cols: self._rewrite(data, cols)   # an older header (fewer or renamed columns), or a new metric column
@@ -211,7 +220,8 @@ def mirror(self:Store, row:dict # a row of results.csv
     "Log `row` to the tracker, if the store has one (a failure is a warning: the row is in results.csv, and `track` logs it at the next run)"
     if self.tracker is None: return
     try: self._log_row(row_id(row), row)
-    except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not logged "
+    except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not "
+                                       f"logged "
                                        f"({type(e).__name__}: {e}); it is logged at the next run (Store.track)")
 
 # %% ../../nbs/running/56_store.ipynb #028dc520
@@ -349,4 +359,5 @@ def track_benchmark(self:Store, ident:tuple, # a row_id of one of the benchmark'
     "Attach a benchmark's tables and figures to its tracker's parent run (a failure is a warning: the files are in the folder)"
     if self.tracker is None: return
     try: self.tracker.log_benchmark(self.bench_of(ident), params or {}, files)
-    except Exception as e: log.warning(f"tracker {self.tracker.name}: the tables and figures of {self.bench_of(ident)} were not logged ({type(e).__name__}: {e})")
+    except Exception as e: log.warning(f"tracker {self.tracker.name}: the tables and figures of {self.bench_of(ident)} were not logged "
+                                       f"({type(e).__name__}: {e})")

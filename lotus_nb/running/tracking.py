@@ -88,12 +88,14 @@ class MLflowTracker(Tracker):
         "The MLflow client, its experiment created on first use"
         if self._client is None:
             mlflow = optional_import('mlflow', 'mlflow')
-            for n in ('mlflow.store.db.utils', 'alembic.runtime.migration'): logging.getLogger(n).setLevel(logging.WARNING)   # no INFO line per schema step
+            # no INFO line per schema step
+            for n in ('mlflow.store.db.utils', 'alembic.runtime.migration'): logging.getLogger(n).setLevel(logging.WARNING)
             if self.local: self.root.mkdir(parents=True, exist_ok=True)
             c = mlflow.MlflowClient(self.uri)
             e = c.get_experiment_by_name(self.experiment)
             self._exp = e.experiment_id if e else c.create_experiment(self.experiment, artifact_location=(self.root/'mlartifacts').as_uri() if self.local else None,
-                                                                      tags={'mlflow.experimentKind': 'custom_model_development'})   # the UI opens on its training runs
+                                                                      # the UI opens on its training runs
+                                                                      tags={'mlflow.experimentKind': 'custom_model_development'})
             self._client = c
         return self._client
     def _search(self, filt:str) -> list:

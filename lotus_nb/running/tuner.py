@@ -49,7 +49,8 @@ def validation_spec(spec:BenchmarkSpec, # the reported benchmark (instance unlea
                    ) -> BenchmarkSpec:
     "The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported one, its unseen and test sets outside every reported test set"
     if spec.forget_class is not None: raise ValueError("class unlearning has a single forget set per class: there is none left to tune on")
-    if spec.split not in (None, 'random'): raise ValueError(f"tuning draws its validation set from the paper's split rule, not {spec.split!r}")
+    if spec.split not in (None, 'random'): raise ValueError(f"tuning draws its validation set from the paper's split rule, not "
+                                                            f"{spec.split!r}")
     seeds, val_seed = [check_seed(s) for s in seeds], check_seed(val_seed)
     if val_seed in seeds: raise ValueError(f"the validation seed {val_seed} is a reported seed ({seeds}): choose another")
     return dataclasses.replace(resolve_spec(spec), split='validation', split_options={'exclude_seeds': seeds, 'heldout': heldout})
@@ -85,7 +86,8 @@ def open_study(storage,          # where the studies live: see storage_url
     if have is None: study.set_user_attr('identity', identity)
     elif have != identity:
         diff = sorted(k for k in {*have, *identity} if have.get(k) != identity.get(k))
-        raise ValueError(f"{url} already holds a study of {method!r} for something else (differs in {', '.join(diff)}); it is kept: use another out_dir")
+        raise ValueError(f"{url} already holds a study of {method!r} for something else (differs in {', '.join(diff)}); it is kept: use "
+                         f"another out_dir")
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):   # enqueued (WAITING) trials are run next
         study._storage.set_trial_user_attr(t._trial_id, 'interrupted', True)   # Optuna has no public setter for another process's trial
         study.tell(t.number, state=TrialState.FAIL)
@@ -131,9 +133,11 @@ def _check_budget(trials:int,     # finished trials to reach
                   parallel:int,   # trials asked and run at once
                  ):
     "Refuse a budget of trials or seconds, or a parallelism, that is not positive (a bool is no count)"
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1: raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1: raise ValueError(f"trials must be a positive integer, got "
+        f"{trials!r}")
     if not budget_s > 0: raise ValueError(f"budget_s must be positive, got {budget_s!r}")
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1: raise ValueError(f"parallel must be a positive integer, got {parallel!r}")
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1: raise ValueError(f"parallel must be a positive "
+        f"integer, got {parallel!r}")
 
 # %% ../../nbs/running/65_tuner.ipynb #84cca8f0
 def _open_tuning(vspec:BenchmarkSpec, # the validation benchmark
