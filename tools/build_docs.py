@@ -105,7 +105,8 @@ def _execute_and_process(src:Path, dst:Path, execute:bool, timeout:int|None) -> 
     fm = getattr(nb, 'frontmatter_', {}) or {}
     n_images = sum(any(k.startswith('image/') for k in o.get('data', {})) for c in nb.cells for o in c.get('outputs', []))
     write_nb(nb, dst)
-    return dict(notebook=src.name, page=page_name(src), title=str(fm.get('title', src.stem)),
+    return dict(notebook=src.name, page=page_name(src), folder=src.parent.resolve().relative_to(nbs_path().resolve()).as_posix(),
+                title=str(fm.get('title', src.stem)),
                 description=str(fm.get('description', '')), errors=errors, images=n_images, exec_s=round(secs, 1))
 
 def _worker(args):
@@ -207,8 +208,14 @@ def sidebar_notebooks() -> list[str]:
     walk(sb['website']['sidebar']['contents'])
     return [o for o in out if o.endswith('.ipynb')]
 
-def link_html(text:str) -> str:
-    "Rewrite links to notebooks (`X.ipynb`) and to the published site into relative page links; ids on headings"
+def _from_nbs(ref:str, folder:str) -> str:
+    "A relative link or image `ref` written in the notebook folder `folder` (relative to `nbs/`), made relative to `nbs/`: the flat site's root"
+    if folder in ('', '.') or re.match(r'^([a-z][a-z0-9+.-]*:|/|#)', ref): return ref
+    path, sep, frag = ref.partition('#')
+    return os.path.normpath(f'{folder}/{path}').replace(os.sep, '/') + sep + frag
+
+def link_html(text:str, folder:str='.') -> str:
+    "Rewrite links to notebooks (`X.ipynb`) and to the published site into relative page links, and the other relative links and images of a chapter in `nbs/<folder>/` as seen from the flat site; ids on headings"
     from bs4 import BeautifulSoup
     cfg = config()
     site_url = (cfg.get('doc_host', '') + cfg.get('doc_baseurl', '')).rstrip('/') + '/'
@@ -220,7 +227,9 @@ def link_html(text:str) -> str:
             href = href.rsplit('/', 1)[-1] if re.match(r'^[^#?]*\.html', href) else href
         m = re.match(r'^(?![a-z][a-z0-9+.-]*:|/)([^#?]*?)([^/#?]+)\.ipynb(#.*)?$', href)
         if m: href = page_name(m[2]) + (m[3] or '')   # the site is flat: a chapter in nbs/<subpackage>/ is a page beside the others
+        else: href = _from_nbs(href, folder)
         a['href'] = href
+    for img in soup.find_all('img', src=True): img['src'] = _from_nbs(img['src'], folder)
     for h in soup.find_all(re.compile(r'^h[1-6]$')):
         text = h.get_text(' ', strip=True).rstrip('¶').strip()
         if text and not soup.find(id=slug(text)): h.insert(0, soup.new_tag('a', id=slug(text)))
@@ -241,7 +250,7 @@ def render(proc_nb:Path, out:Path, info:dict, nav:str, mathjax_url:str):
     ex = HTMLExporter(config=c, template_file='site.html.j2', extra_loaders=[jinja2.DictLoader({'site.html.j2': TEMPLATE})],
                       mathjax_url=mathjax_url)
     body, _ = ex.from_notebook_node(nb, resources=dict(site_nav=nav))
-    out.write_text(link_html(body), encoding='utf-8')
+    out.write_text(link_html(body, info.get('folder', '.')), encoding='utf-8')
 
 def link_mathjax(site:Path) -> str:
     "Serve MathJax from the site: `site/mathjax` links to the system's copy; its URL (relative), or the CDN's"
