@@ -157,7 +157,7 @@ def test_failure_leaves_notebook_unchanged(tmp_path):
 
 def test_papermill_notebooks_skipped():
     "The papermill notebooks (skip_exec) are not chapters, and the tool skips them as nbdev_test does"
-    names = {p.name for p in ro.chapters()}
+    names = {p.relative_to(ro.nbs_path()).as_posix() for p in ro.chapters()}
     assert 'index.ipynb' in names and 'methods/36_lotus.ipynb' in names
     assert not names & {'experiments.ipynb', 'paper.ipynb', 'ablations.ipynb', 'privacy_audit.ipynb'}
     assert ro.execute(ROOT/'nbs'/'experiments.ipynb')['status'] == 'skipped'

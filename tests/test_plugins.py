@@ -133,7 +133,7 @@ EXTRA = {   # an installed distribution as importlib.metadata finds one: its pac
         Version: 0.1
         ''',
     'lotus_nb_extra-0.1.dist-info/entry_points.txt': '''
-        [lotus_nb.methods.base]
+        [lotus_nb.methods]
         extra = lotus_nb_extra.methods
         ''',
 }
@@ -173,7 +173,7 @@ ORDERS = {   # what a fresh interpreter runs before REPORT -> (the winner's disp
 
 @pytest.fixture(scope='module')
 def extra_path(tmp_path_factory):
-    "A folder holding the `lotus_nb_extra` package and its dist-info (entry point lotus_nb.methods.base), for a PYTHONPATH"
+    "A folder holding the `lotus_nb_extra` package and its dist-info (entry point group lotus_nb.methods), for a PYTHONPATH"
     tmp = tmp_path_factory.mktemp('extra')
     for name, text in EXTRA.items():
         (tmp/name).parent.mkdir(parents=True, exist_ok=True); (tmp/name).write_text(textwrap.dedent(text).lstrip())
