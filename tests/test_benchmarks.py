@@ -137,7 +137,7 @@ def test_import_time_smoke(tmp_path):
     assert res.returncode == 0, res.stdout[-5000:]
     rows = {r['module']: r for r in json.loads(out.read_text())}
     assert list(rows) == ['lotus_nb.running.store', 'lotus_nb.metrics.evaluation', 'lotus_nb.all'], list(rows)
-    assert rows['lotus_nb.running.store']['torch'] is False and rows['lotus_nb.running.store']['lotus_modules'] <= 4   # lotus_nb, store, metric_facts, registry
+    assert rows['lotus_nb.running.store']['torch'] is False and rows['lotus_nb.running.store']['lotus_modules'] <= 8   # lotus_nb; running, store, files; metrics, metric_facts; core, registry
     assert rows['lotus_nb.metrics.evaluation']['lotus_modules'] < rows['lotus_nb.all']['lotus_modules'] and rows['lotus_nb.all']['torch']
 
 def test_authors_side_by_side_cpu_smoke(tmp_path):

@@ -87,7 +87,7 @@ def test_stored_against_reparsed_tex():
 
 def test_stored_file_ships():
     "The package reads only its stored CSV, which MANIFEST.in puts in the sdist and (include_package_data) the wheel"
-    assert DATA_FILE.parent.name == 'lotus_nb' and DATA_FILE.exists()
+    assert DATA_FILE.parent == ROOT/'lotus_nb'/'paper' and DATA_FILE.exists()
     assert 'include lotus_nb/paper/published.csv' in (ROOT/'MANIFEST.in').read_text().splitlines()
     assert subprocess.run(['git', 'check-ignore', '-q', str(DATA_FILE)], cwd=ROOT).returncode == 1, "published.csv is git-ignored"
     pd.testing.assert_frame_equal(published(), read_published(DATA_FILE))

@@ -105,7 +105,8 @@ def _execute_and_process(src:Path, dst:Path, execute:bool, timeout:int|None) -> 
     fm = getattr(nb, 'frontmatter_', {}) or {}
     n_images = sum(any(k.startswith('image/') for k in o.get('data', {})) for c in nb.cells for o in c.get('outputs', []))
     write_nb(nb, dst)
-    return dict(notebook=src.name, page=page_name(src), folder=src.parent.resolve().relative_to(nbs_path().resolve()).as_posix(),
+    folder = src.parent.resolve().relative_to(nbs_path().resolve()).as_posix() if src.parent.resolve().is_relative_to(nbs_path().resolve()) else '.'
+    return dict(notebook=src.name, page=page_name(src), folder=folder,
                 title=str(fm.get('title', src.stem)),
                 description=str(fm.get('description', '')), errors=errors, images=n_images, exec_s=round(secs, 1))
 
@@ -210,7 +211,7 @@ def sidebar_notebooks() -> list[str]:
 
 def _from_nbs(ref:str, folder:str) -> str:
     "A relative link or image `ref` written in the notebook folder `folder` (relative to `nbs/`), made relative to `nbs/`: the flat site's root"
-    if folder in ('', '.') or re.match(r'^([a-z][a-z0-9+.-]*:|/|#)', ref): return ref
+    if folder in ('', '.') or re.match(r'^([a-z][a-z0-9+.-]*:|/|#)', ref) or re.match(r'^[^/#?]+\.html([#?]|$)', ref): return ref   # a page of the site: already flat
     path, sep, frag = ref.partition('#')
     return os.path.normpath(f'{folder}/{path}').replace(os.sep, '/') + sep + frag
 

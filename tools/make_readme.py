@@ -32,7 +32,7 @@ def _output(o) -> tuple:
 def site_to_repo(md:str, site:str, nbs:Path) -> str:
     "Markdown `md` with each link to a page of the doc site `site` replaced by a link to its notebook in `nbs/`"
     from nbdev.doclinks import _nbpath2html
-    pages = {_nbpath2html(Path(p.name)).name: p.relative_to(nbs).as_posix() for p in sorted(nbs.rglob('*.ipynb'))}
+    pages = {_nbpath2html(p.relative_to(nbs)).as_posix(): p.relative_to(nbs).as_posix() for p in sorted(nbs.rglob('*.ipynb'))}   # methods/lotus.html -> methods/36_lotus.ipynb
     def repl(m):
         nb = pages.get(m.group(1))
         return f'](nbs/{nb})' if nb else m.group(0)
