@@ -126,7 +126,13 @@ def scan_file(path) -> list:
 
 # ---------------------------------------------------------------- lotus_nb's graph
 
-SUBPACKAGES = ('core', 'data', 'models', 'methods', 'metrics', 'running', 'paper')   # the kinds of work, from the ground up
+def _subpackages(pkg:Path=PKG) -> tuple:
+    "The subpackages from the ground up, as `lotus_nb.all.SUBPACKAGES` lists them (read from its source: nothing is imported)"
+    for n in ast.parse((Path(pkg)/'all.py').read_text(encoding='utf-8')).body:
+        if isinstance(n, ast.Assign) and any(getattr(t, 'id', None) == 'SUBPACKAGES' for t in n.targets): return ast.literal_eval(n.value)
+    raise RuntimeError(f"{pkg/'all.py'} defines no SUBPACKAGES")
+
+SUBPACKAGES = _subpackages()   # the kinds of work, from the ground up: one list, the package's own
 
 def modules(pkg:Path=PKG) -> dict:
     "dotted name within the package ('data.splits') -> path, for every module of every subpackage (not `__init__`); the top-level `__init__` (lazy names) and `all` (every name) import by name from nbdev's index and sit above the graph"
