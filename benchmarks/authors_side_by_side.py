@@ -37,7 +37,7 @@ runs one (entropy, logistic regression).
 held-out 10,000 halved into D_u and test, resnet18_small trained as `demo_task` trains it (15 epochs; cached in `--model-cache`, trained
 once), 10 epochs of LoTUS. Three sides, each unlearning then evaluating: the authors' code on `DataLoader`s over the user's
 `TensorDataset`s (as above: their data_utils' loaders, their model a copy of the same network), ours through the README's API on the
-same `TensorDataset`s (`lotus_unlearn`, `evaluate`), and ours on lotus_nb's `TensorSplit`s of the same images. The sides run in
+same `TensorDataset`s (`lotus_unlearn`, `evaluate`), and ours on lotus_nb's splits of the same images. The sides run in
 `--repeats` interleaved rounds in this one process, each round in another order, every round on fresh copies of the
 `TensorDataset`s (a user's call reads and checks its sets once: nothing of an earlier round is reused); the table gives each side's
 median seconds and the median over rounds of the authors' seconds over ours. The thread count (`OMP_NUM_THREADS`, the same for
@@ -190,15 +190,15 @@ def ours_evaluate(model, original, gold, ds, dev):
 FMNIST = dict(train_size=6000, epochs=15)   # the CPU workload: demo_task('fashionmnist', train_size=6000, augment='none')'s
 
 def fmnist_workload(cache:Path, small=False):
-    "Fashion-MNIST's TensorSplits (no augmentation) and f_orig (resnet18_small, demo_task's recipe), trained once and cached at `cache`"
+    "Fashion-MNIST's splits (no augmentation) and f_orig (resnet18_small, demo_task's recipe), trained once and cached at `cache`"
     from lotus_nb.data.datasets import load_dataset
     from lotus_nb.data.splits import make_splits
-    from lotus_nb.data.loaders import tensor_splits
+    from lotus_nb.data.loaders import device_splits
     from lotus_nb.models.training import Recipe, train_cached
     from lotus_nb.models.architectures import create_model
     n = 600 if small else FMNIST['train_size']
     d = load_dataset('fashionmnist', train_size=n); d.augment = 'none'
-    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0))
+    ts = device_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0))
     if small: ts = {k: v.with_idx(v.idx[:200]) if k in ('unseen', 'test') else v for k, v in ts.items()}
     recipe = Recipe(epochs=1 if small else FMNIST['epochs'], batch_size=128, warmup=1, patience=None, schedule='cosine',
                     keep='best')   # demo_task's
@@ -221,7 +221,7 @@ def digest(model) -> str:
     return hashlib.sha256(b''.join(v.detach().cpu().contiguous().numpy().tobytes() for v in model.state_dict().values())).hexdigest()[:16]
 
 def ours_on(f_orig, gold, sets, epochs):
-    "Ours through the README's calls on `sets` (TensorDatasets or TensorSplits): lotus_unlearn, then evaluate; seconds of each"
+    "Ours through the README's calls on `sets` (TensorDatasets or splits): lotus_unlearn, then evaluate; seconds of each"
     t0 = time.perf_counter()
     m, rec = lotus_unlearn(f_orig, sets['forget'], sets['retain'], sets['unseen'], seed=0, progress=False, epochs=epochs)
     t1 = time.perf_counter()
@@ -247,7 +247,7 @@ def profile_user_path(f_orig, ts, epochs, top) -> str:
     st.sort_stats('cumulative').print_stats(top); st.sort_stats('tottime').print_stats(top)
     return s.getvalue()
 
-SIDES = ('authors', 'ours: TensorDataset', 'ours: TensorSplit')
+SIDES = ('authors', 'ours: TensorDataset', 'ours: Split')
 
 def run_fashionmnist(args, A, out, dump):
     "The CPU side by side: the three SIDES in interleaved rounds, medians and ratios; the profile of the user's path"
@@ -283,7 +283,7 @@ def run_fashionmnist(args, A, out, dump):
     out['summary'] = {side: dict(unlearn_s=med(side, 'unlearn_s'), evaluate_s=med(side, 'evaluate_s'),
                                  unlearn_ratio=ratio(side, 'unlearn_s'), evaluate_ratio=ratio(side, 'evaluate_s'),
                                  result=[out['rounds'][0][side][k] for k in ('acc_forget', 'acc_test', 'mia')]) for side in SIDES}
-    out['tensordataset_over_tensorsplit'] = statistics.median(row['ours: TensorDataset']['unlearn_s']/row['ours: TensorSplit']['unlearn_s']
+    out['tensordataset_over_split'] = statistics.median(row['ours: TensorDataset']['unlearn_s']/row['ours: Split']['unlearn_s']
                                                               for row in out['rounds'])
     dump()
     S = out['summary']
@@ -294,7 +294,7 @@ def run_fashionmnist(args, A, out, dump):
     print('| unlearning | ' + ' | '.join(cell(s, 'unlearn') for s in SIDES) + ' |')
     print('| evaluation | ' + ' | '.join(cell(s, 'evaluate') for s in SIDES) + ' |')
     print('| forget/test/MIA | ' + ' | '.join('/'.join(f'{v:.3f}' for v in S[s]['result']) for s in SIDES) + ' |')
-    print(f"TensorDataset over TensorSplit, unlearning: {out['tensordataset_over_tensorsplit']:.3f} (median over rounds); "
+    print(f"TensorDataset over Split, unlearning: {out['tensordataset_over_split']:.3f} (median over rounds); "
           f"our weights: {sorted({row[s]['digest'] for row in out['rounds'] for s in SIDES[1:]})}", flush=True)
     if args.profile:
         out['profile'] = profile_user_path(f_orig, ts, epochs, args.profile); dump()

@@ -30,13 +30,13 @@ def evaluate_vs_forward(dataset='fashionmnist', repeats=3):
     from lotus_nb.running.benchmark import benchmark_defaults
     from lotus_nb.data.datasets import load_dataset
     from lotus_nb.data.splits import make_splits
-    from lotus_nb.data.loaders import tensor_splits
+    from lotus_nb.data.loaders import device_splits
     from lotus_nb.models.architectures import create_model, reinit_copy
     from lotus_nb.models.training import predict, get_device, to_device
     from lotus_nb.metrics.evaluation import evaluate, reference_outputs
     dflt = benchmark_defaults(dataset, 'resnet18_small'); dev = get_device()
     d = load_dataset(dataset, img_size=dflt['img_size'], train_size=dflt['train_size'])
-    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0), dev)
+    ts = device_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0), dev)
     m = to_device(create_model('resnet18_small', d.num_classes, d.in_chans, d.img_size), dev)
     ref = reference_outputs(ts['forget'], ts['unseen'], m, m, reinit_copy(m))
     splits = [ts[k] for k in ('forget', 'retain', 'test', 'unseen')]

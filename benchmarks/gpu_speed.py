@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lotus_nb.data.datasets import ImageData
 from lotus_nb.data.splits import make_splits
-from lotus_nb.data.loaders import tensor_splits
-from lotus_nb.data.user_data import DatasetSplit
+from lotus_nb.data.loaders import device_splits, Split
+from lotus_nb.data.user_data import Items
 from lotus_nb.models.architectures import create_model, model_arch, model_input_size, reinit_copy
 from lotus_nb.models.training import (path_stats, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
                                model_device)
@@ -73,7 +73,7 @@ def synthetic_splits(shape:Shape, dev, size=None, seed=0) -> dict:
     lab = lambda n: torch.randint(0, shape.classes, (n,), generator=g)
     d = ImageData('synthetic', img(shape.n_train), lab(shape.n_train), img(shape.n_held), lab(shape.n_held),
                   [str(c) for c in range(shape.classes)], augment='crop_flip', mean=(0.5,)*3, std=(0.25,)*3)
-    return tensor_splits(d, make_splits(d.y_train, d.y_heldout, shape.forget_pct, seed=seed), dev, size=size)
+    return device_splits(d, make_splits(d.y_train, d.y_heldout, shape.forget_pct, seed=seed), dev, size=size)
 
 def make_model(name, shape:Shape, dev, seed=0):
     set_seed(seed)
@@ -223,10 +223,10 @@ def generic_datasets(ts, size=None, random_flip=False) -> dict:
     from torchvision import transforms as T
     out = {}
     for k in ('forget', 'retain', 'unseen', 'test'):
-        sp = ts[k]; ix = torch.as_tensor(sp.idx, device=sp.x.device)
+        sp = ts[k]; ix = torch.as_tensor(sp.idx, device=sp.source.x.device)
         ops = [T.ToTensor(), T.Normalize(sp.mean, sp.std)] + ([T.Resize(size, antialias=True)] if size else [])
         ops += [T.RandomHorizontalFlip()] if random_flip and k != 'test' else []
-        out[k] = ItemDataset(sp.x[ix].permute(0, 2, 3, 1).cpu().numpy(), sp.y[ix].cpu().tolist(), T.Compose(ops))
+        out[k] = ItemDataset(sp.source.x[ix].permute(0, 2, 3, 1).cpu().numpy(), sp.source.y[ix].cpu().tolist(), T.Compose(ops))
     return out
 
 def user_datasets(ts) -> dict:
@@ -239,17 +239,17 @@ def user_datasets(ts) -> dict:
     return out
 
 def user_paths(name, shape, dev, args) -> list:
-    """LoTUS (`lotus_unlearn`, the README's call) and evaluate on one model through the inputs a user has: our TensorSplits on the device; the user's TensorDatasets; a
+    """LoTUS (`lotus_unlearn`, the README's call) and evaluate on one model through the inputs a user has: our splits on the device; the user's TensorDatasets; a
     torchvision-style Dataset (read into memory once); the same with a random flip (streamed by a DataLoader with workers); and the
     TensorDatasets streamed item by item with no workers (lotus_nb 0.3's path for any Dataset). The fast path on."""
     arch, size = model_arch(name), model_input_size(name)
     ts, f_orig = synthetic_splits(shape, dev, size=size), make_model(name, shape, dev)
     ds = user_datasets(ts)
-    inputs = {'ours: TensorSplit on the device': {k: ts[k] for k in ds},
-              "user's TensorDataset (MemorySplit)": ds,
+    inputs = {'ours: Split on the device': {k: ts[k] for k in ds},
+              "user's TensorDataset (read as Tensors)": ds,
               'torchvision-style Dataset (read into memory)': generic_datasets(ts, size),
               'the same with RandomHorizontalFlip (streamed)': generic_datasets(ts, size, random_flip=True),
-              'TensorDataset streamed per item (0.3)': {k: DatasetSplit(v) for k, v in ds.items()}}
+              'TensorDataset streamed per item (0.3)': {k: Split(Items(v), np.arange(len(v))) for k, v in ds.items()}}
     over = dict(epochs=args.lotus_epochs) if args.lotus_epochs else {}
     out = []
     for label, sp in list(inputs.items())[:getattr(args, 'user_inputs', None) or None]:
@@ -397,7 +397,7 @@ def main(argv=None):
     ap.add_argument('--check', action=argparse.BooleanOptionalAction, default=None,
                     help='first check that fast and plain agree (default: on CUDA)')
     ap.add_argument('--user-path', action=argparse.BooleanOptionalAction, default=True,
-                    help="also LoTUS and evaluate through a user's TensorDatasets, against our TensorSplits (the first model)")
+                    help="also LoTUS and evaluate through a user's TensorDatasets, against our splits (the first model)")
     ap.add_argument('--user-inputs', type=int, default=None, help="the user path's first N inputs only (default: all five; the streamed ones are the slow ones)")
     ap.add_argument('--json', default=None, help='write every number to this file')
     args = ap.parse_args(argv)
@@ -440,7 +440,7 @@ def main(argv=None):
     print(pd.DataFrame(golds).round(3).to_string(index=False))
     users = user_paths(args.models[0], shape, dev, args) if args.user_path else []
     if users:
-        print("\nThe path a user takes: LoTUS and evaluate (fast path on) from our TensorSplits, from TensorDatasets on the CPU, from a"
+        print("\nThe path a user takes: LoTUS and evaluate (fast path on) from our splits, from TensorDatasets on the CPU, from a"
               " torchvision-style Dataset (deterministic, then with a random flip), and from the TensorDatasets streamed item by item"
               " (lotus_nb 0.3); lotus_s includes read_s (building the task from the user's data); ratios to ours")
         print(pd.DataFrame(users).round(3).to_string(index=False))

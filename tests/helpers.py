@@ -1,6 +1,6 @@
 """Helpers of the test suite, imported by name (`from helpers import run, show`): the repository root, console scripts,
 subprocess runs, papermill runs, results files, and the repository's one import scanner (tools/import_graph.py)."""
-import json, os, shutil, signal, subprocess, sys
+import ast, json, os, shutil, signal, subprocess, sys
 from pathlib import Path
 import pandas as pd
 import pytest
@@ -72,3 +72,18 @@ def checkout_copy(dst: Path) -> Path:
             (dst/name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst/name)
     return dst
+
+def builtin_methods() -> tuple: # (every built-in method in column order, those a default run leaves out)
+    """The methods lotus_nb's own modules register (`@register_method('name', ..., order=k)`), read from their sources, in
+    column order, and those registered with `default_run=False`: a new built-in needs its notebook and the catalog's line,
+    not an edit of the tests"""
+    found = []
+    for path in sorted((ROOT/'lotus_nb'/'methods').glob('*.py')):
+        for node in ast.walk(import_graph.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'register_method' and node.args
+                    and isinstance(node.args[0], ast.Constant)): continue
+            kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            found.append((kw.get('order'), node.args[0].value, kw.get('default_run', True)))
+    assert all(o is not None for o, *_ in found), f"a built-in method without its column order: {found}"
+    found.sort()
+    return [n for _, n, _ in found], [n for _, n, run in found if not run]

@@ -19,7 +19,7 @@ from lotus_nb.methods.base import UnlearnTask, method_config
 from lotus_nb.models.model_checks import MemorisationWarning
 from lotus_nb.metrics.evaluation import evaluate, jsd, rf_jsd, zrf, mia_entropy
 from lotus_nb.methods.lotus import lotus_unlearn, authors_stop_reached
-from lotus_nb.data.loaders import TensorSplit
+from lotus_nb.data.loaders import Split, Tensors
 from lotus_nb.models.loops import predict
 from lotus_nb.methods.base import unlearn
 from lotus_nb.metrics.evaluation import Reference
@@ -52,11 +52,11 @@ def _probs(n:int=60, k:int=7, seed:int=0): # two N x K probability matrices (con
     return p, q, torch.arange(n) % k
 
 def flip_sets():
-    "A fixed linear model and four disjoint TensorSplits of random 8x8 images augmented by flips, labelled by the model's own clean predictions"
+    "A fixed linear model and four disjoint splits of random 8x8 images augmented by flips, labelled by the model's own clean predictions"
     g = torch.Generator().manual_seed(0); x = torch.randint(0, 256, (90, 1, 8, 8), generator=g, dtype=torch.uint8)
     torch.manual_seed(0); m = nn.Sequential(nn.Flatten(), nn.Linear(64, 4))
-    y = predict(m, TensorSplit(x, torch.zeros(90, dtype=torch.long), np.arange(90)))[0].argmax(1)   # clean accuracy 1 by construction
-    sp = lambda a, b: TensorSplit(x, y, np.arange(a, b), augment='flip')
+    y = predict(m, Split(Tensors(x, torch.zeros(90, dtype=torch.long)), np.arange(90)))[0].argmax(1)   # clean accuracy 1 by construction
+    src = Tensors(x, y); sp = lambda a, b: Split(src, np.arange(a, b), augment='flip')
     return m, dict(forget=sp(0, 30), retain=sp(30, 60), test=sp(60, 75), unseen=sp(75, 90))
 
 def mia_sets(synthetic:bool=False): # a model that passes its inputs through: the entropy of each set is set by how peaked its rows are
@@ -131,7 +131,7 @@ def _setup_probes() -> dict:
     def vit_mufac(augment='default'):   # a ViT's first MUFAC training batch (four 8 x 8 checkerboards): its mean pixel
         kind, size = benchmark_augment('mufac', 'vit_b_16', augment), model_input_size('vit_b_16')
         board = ((torch.arange(8)[:, None] + torch.arange(8)) % 2*255).to(torch.uint8).expand(4, 3, 8, 8).clone()
-        split = TensorSplit(board, torch.zeros(4, dtype=torch.long), np.arange(4), kind, size=size)
+        split = Split(Tensors(board, torch.zeros(4, dtype=torch.long)), np.arange(4), kind, size=size)
         xb = next(iter(split.loader(4, train=True, seed=1)))[0]
         return kind, round(float(xb.mean()), 4)
     def numerics(mode):           # what a pass on CUDA would run in, and whether a bf16 region would be built (building one without CUDA only warns)

@@ -49,7 +49,7 @@ def test_gpu_speed_smoke(dry_run):
     assert any(np.isfinite(r['steps_ratio']) for r in fast), fast   # a tiny CPU run's ratios may lose to timing noise (2 of 7 did under load)
     users = {u['input']: u for u in j['users']}
     assert len(users) == 5 and all(u['lotus_s'] >= u['read_s'] >= 0 and u['evaluate_s'] > 0 for u in users.values()), users
-    assert users['ours: TensorSplit on the device']['lotus_vs_ours'] == 1
+    assert users['ours: Split on the device']['lotus_vs_ours'] == 1
     assert {e['path'] for e in j['evaluate']} == {'plain', 'fast'} and all(np.isclose(e['ratio'], e['evaluate_s']/e['forward_s']) for e in j['evaluate'])
     assert all(np.isclose(g['lotus_over_gold'], g['lotus_s']/g['total_s']) for g in j['gold']), j['gold']
 
@@ -64,18 +64,18 @@ def test_gpu_session_dry_run(dry_run):
 
 def test_user_path_inputs():
     """The benchmark's user-path inputs take the paths they are named for: TensorDatasets and the deterministic torchvision-style Dataset are
-    read into memory (MemorySplit, the same images as ours), the one with a random flip streams (DatasetSplit)"""
+    read into memory (over Tensors, the same images as ours), the one with a random flip streams (over Items)"""
     import torch
-    from lotus_nb.data.loaders import MemorySplit
-    from lotus_nb.data.user_data import as_split, DatasetSplit
+    from lotus_nb.data.loaders import Tensors
+    from lotus_nb.data.user_data import as_split, Items
     gs = load_script('gpu_speed')
     ts = gs.synthetic_splits(gs.SMALL, torch.device('cpu'))
     ours = torch.cat([x for x, _ in ts['forget'].loader(1024)])
-    for ds, kind in ((gs.user_datasets(ts), MemorySplit), (gs.generic_datasets(ts), MemorySplit), (gs.generic_datasets(ts, random_flip=True), DatasetSplit)):
+    for ds, kind in ((gs.user_datasets(ts), Tensors), (gs.generic_datasets(ts), Tensors), (gs.generic_datasets(ts, random_flip=True), Items)):
         sp = as_split(ds['forget'], progress=False)
-        assert type(sp) is kind, (type(sp), kind)
+        assert type(sp.source) is kind, (type(sp.source), kind)
         got = torch.cat([x for x, _ in sp.loader(1024)])
-        if kind is MemorySplit: assert torch.allclose(got, ours, atol=1e-5), (got - ours).abs().max()
+        if kind is Tensors: assert torch.allclose(got, ours, atol=1e-5), (got - ours).abs().max()
         assert torch.equal(sp.labels, ts['forget'].labels)
 
 def test_samples_trained():
@@ -142,7 +142,7 @@ def test_import_time_smoke(tmp_path):
 
 def test_authors_side_by_side_cpu_smoke(tmp_path):
     """benchmarks/authors_side_by_side.py --workload fashionmnist --small: the authors' LoTUS and evaluation, ours on TensorDatasets and on
-    TensorSplits, one round each, the table and the profile; our two inputs give the same weights. A smoke run, never a timing"""
+    splits, one round each, the table and the profile; our two inputs give the same weights. A smoke run, never a timing"""
     from lotus_nb.data.datasets import load_dataset
     try: load_dataset('fashionmnist', download=False)
     except FileNotFoundError: pytest.skip('Fashion-MNIST is not on this machine')
@@ -157,9 +157,9 @@ def test_authors_side_by_side_cpu_smoke(tmp_path):
     sides = load_script('authors_side_by_side').SIDES
     assert list(j['summary']) == list(sides) and len(j['rounds']) == 1 and set(j['rounds'][0]) == set(sides)
     row = j['rounds'][0]
-    ours = row['ours: TensorDataset'], row['ours: TensorSplit']
-    assert ours[0]['digest'] == ours[1]['digest'], "the same images as TensorDatasets or TensorSplits: the same run"
+    ours = row['ours: TensorDataset'], row['ours: Split']
+    assert ours[0]['digest'] == ours[1]['digest'], "the same images as TensorDatasets or splits: the same run"
     assert 1 <= row['authors']['epochs_run'] <= 2 and all(r['unlearn_s'] > 0 and r['evaluate_s'] > 0 for r in row.values())
-    assert np.isclose(j['summary']['ours: TensorSplit']['unlearn_ratio'], row['authors']['unlearn_s']/row['ours: TensorSplit']['unlearn_s'])
+    assert np.isclose(j['summary']['ours: Split']['unlearn_ratio'], row['authors']['unlearn_s']/row['ours: Split']['unlearn_s'])
     assert '| unlearning |' in res.stdout and 'lotus_unlearn' in j['profile'] and 'cumulative' in j['profile']
     assert Path(j['ours']['root']) == Path(ROOT).resolve() and 'ours: lotus_nb from' in res.stdout   # --ours DIR would name DIR

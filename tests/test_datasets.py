@@ -314,7 +314,7 @@ def test_resize_on_the_device(tmp_path):
     d = load_dataset('cifar10', root=tmp_path, download=False)
     ds = device_splits(d, make_splits(d.y_train, d.y_heldout, 0.5, seed=0), size=224)
     xb, yb = next(iter(ds['retain'].loader(4, train=True)))
-    assert xb.shape == (4, 3, 224, 224) and d.x_train.shape[-1] == 32 and ds['retain'].x.shape[-1] == 32
+    assert xb.shape == (4, 3, 224, 224) and d.x_train.shape[-1] == 32 and ds['retain'].source.x.shape[-1] == 32
     read, served = labels_in(ds['forget'], d.mean, d.std)
     assert torch.equal(read, served)
 
@@ -425,21 +425,31 @@ def test_mufac_csv_path_outside_is_refused(tmp_path, kind):
 
 # the parts of the data package
 
-def test_split_interface():
-    "TensorSplit, FileSplit and DatasetSplit are Splits; a class with loader and subset counts too; the package asks isinstance, never hasattr"
-    from lotus_nb.data.loaders import Split, IndexSplit, TensorSplit, FileSplit
-    from lotus_nb.data.user_data import DatasetSplit, as_split
-    assert issubclass(TensorSplit, IndexSplit) and issubclass(FileSplit, IndexSplit) and issubclass(DatasetSplit, Split)
-    class Mine:
-        def loader(self, batch_size=128, train=False, seed=0, tags=None): return []
-        def subset(self, frac, seed): return self
-    assert isinstance(Mine(), Split) and as_split(Mine()).__class__ is Mine
-    assert not isinstance(torch.utils.data.TensorDataset(torch.zeros(2)), Split)
-    pkg = Path(D.__file__).parent
-    probes = [f"{p.name}:{n.lineno}" for p in pkg.parent.rglob('*.py') for n in ast.walk(ast.parse(p.read_text()))
-              if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == 'hasattr' and len(n.args) == 2
-              and isinstance(n.args[1], ast.Constant) and n.args[1].value in ('loader', 'subset', 'labels')]
-    assert probes == [], f"the split interface probed with hasattr: {probes}"
+def test_one_split_type():
+    """Every split the package makes is one type, `Split`, whatever holds its items (tensors, files, a Dataset read or streamed); no other
+    class of the package makes batches (defines `loader`), and no module above the data asks which source a split reads"""
+    from torch.utils.data import TensorDataset, Subset, Dataset
+    from lotus_nb.data.loaders import Split, device_splits, unseen_split
+    from lotus_nb.data.user_data import as_split
+    from lotus_nb.data.splits import make_splits
+    d = D.load_dataset('digits')
+    made = [*device_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=0)).values(), unseen_split(d)]
+    t = TensorDataset(torch.randn(6, 1, 2, 2), torch.arange(6) % 2)
+    class Plain(Dataset):   # read into memory, or streamed when asked
+        def __len__(self): return 6
+        def __getitem__(self, i): return t[i]
+    made += [as_split(t), as_split(Subset(t, [1, 2])), as_split(Plain(), progress=False), as_split(Plain(), cache=False)]
+    assert {type(s) for s in made} == {Split} and not isinstance(t, Split)
+    assert {type(s.source).__name__ for s in made} == {'Tensors', 'Items'}
+    pkg = Path(D.__file__).parent.parent
+    trees = {p.relative_to(pkg).as_posix(): ast.parse(p.read_text()) for p in pkg.rglob('*.py')}
+    loaders = [f"{p}:{c.name}" for p, t_ in trees.items() for c in ast.walk(t_)
+               if isinstance(c, ast.ClassDef) and any(isinstance(f, ast.FunctionDef) and f.name == 'loader' for f in c.body)]
+    assert loaders == ['data/loaders.py:Split'], loaders
+    asks = [f"{p}:{n.lineno}" for p, t_ in trees.items() if not p.startswith('data/') for n in ast.walk(t_)
+            if isinstance(n, ast.Call) and getattr(n.func, 'id', None) == 'isinstance' and len(n.args) == 2
+            and any(isinstance(a, ast.Name) and a.id in ('Tensors', 'Files', 'Items') for a in ast.walk(n.args[1]))]
+    assert asks == [], f"a module above the data asks which source a split reads: {asks}"
 
 def _imports_of(path: Path) -> set:
     "The lotus_nb modules `path` imports, anywhere in the file (the repository's one scanner: tools/import_graph.py)"

@@ -99,18 +99,19 @@ def test_graphed_epoch_steps_on_the_graph_stream(demo, name):
 
 @pytest.mark.parametrize('how', ['memory', 'stream'])
 def test_user_data_feeds_the_graphed_step(demo, how):
-    """A user's Dataset, read into memory (a MemorySplit) or streamed by a DataLoader with a worker (a DatasetSplit, as one over the
+    """A user's Dataset, read into memory (a split over Tensors) or streamed by a DataLoader with a worker (over Items, as one over the
     memory budget or with a random transform is), feeds the same graphed step: replays from static buffers (emulated on the CPU)
     give exactly the eager fast path's weights, and the eager fast path the plain path's (float precision)"""
     from torch.utils.data import TensorDataset
-    from lotus_nb.data.loaders import MemorySplit
-    from lotus_nb.data.user_data import as_split, DatasetSplit
+    import numpy as np
+    from lotus_nb.data.loaders import Split, Tensors
+    from lotus_nb.data.user_data import as_split, Items
     f_orig, ts, task = demo
     def user(s):   # the split as a practitioner holds it: normalised images and labels in a TensorDataset
         ds = TensorDataset(*map(torch.cat, zip(*s.loader(1024))))
-        return as_split(ds) if how == 'memory' else DatasetSplit(ds, num_workers=1)
+        return as_split(ds) if how == 'memory' else Split(Items(ds, num_workers=1), np.arange(len(ds)))
     utask = UnlearnTask(user(task.forget), user(task.retain), user(task.unseen), seed=task.seed, num_classes=10)
-    assert all(type(s) is (MemorySplit if how == 'memory' else DatasetSplit) for s in (utask.forget, utask.retain, utask.unseen))
+    assert all(type(s.source) is (Tensors if how == 'memory' else Items) for s in (utask.forget, utask.retain, utask.unseen))
     plain, _ = run('lotus', f_orig, utask, False)
     eager, _ = run('lotus', f_orig, utask, True, graphs=False)
     emu, stats = run('lotus', f_orig, utask, True, graphs='emulate', warmup=1, min_graph_steps=1)
@@ -150,12 +151,12 @@ def cuda_task(n=2400, classes=10, seed=0):
     "Synthetic CIFAR-shaped data on the GPU, a random-init resnet18_small, and its LoTUS task"
     from lotus_nb.data.datasets import ImageData
     from lotus_nb.data.splits import make_splits
-    from lotus_nb.data.loaders import tensor_splits
+    from lotus_nb.data.loaders import device_splits
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randint(0, 256, (n, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n,), generator=g)
     xh, yh = torch.randint(0, 256, (n//4, 3, 32, 32), generator=g, dtype=torch.uint8), torch.randint(0, classes, (n//4,), generator=g)
     d = ImageData('synthetic', x, y, xh, yh, [str(c) for c in range(classes)])
-    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=seed), 'cuda')
+    ts = device_splits(d, make_splits(d.y_train, d.y_heldout, 0.1, seed=seed), 'cuda')
     set_seed(seed); m = to_device(create_model('resnet18_small', classes), 'cuda').eval()
     return m, ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=classes)
 

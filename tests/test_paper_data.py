@@ -54,7 +54,7 @@ def test_the_paper_named_classes_resolve(written):
     """The classes the paper forgets by name (tab:class: TinyImageNet's pizza, CIFAR-100's beaver) are named so in the
     written trees, and each class-unlearning benchmark of the paper resolves its class there (the whole-paper rehearsal
     stopped on 'unknown class pizza' before)"""
-    from lotus_nb.running.benchmark_spec import resolve_class
+    from lotus_nb.data.splits import resolve_class
     from lotus_nb.paper.paper_plan import PAPER_BENCHMARKS
     out, _ = written
     assert {n: set(v.values()) for n, v in PD.NAMED.items()} == PD.paper_named_classes()

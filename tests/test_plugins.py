@@ -8,6 +8,7 @@ import os, subprocess, sys, textwrap, venv
 from pathlib import Path
 import pytest
 import lotus_nb
+from helpers import builtin_methods
 
 ROOT = Path(lotus_nb.__file__).parent.parent   # the checkout under test goes first on the venv's path
 
@@ -179,8 +180,7 @@ def extra_path(tmp_path_factory):
         (tmp/name).parent.mkdir(parents=True, exist_ok=True); (tmp/name).write_text(textwrap.dedent(text).lstrip())
     return tmp
 
-BUILTIN_NAMES = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus',
-                 'lotus_salun', 'cf_k', 'eu_k', 'l1_sparse']   # lotus_nb's built-ins (tests/test_registry.py checks them in order)
+BUILTIN_NAMES = builtin_methods()[0]   # lotus_nb's built-ins (tests/test_registry.py checks them in order)
 
 def test_yours_then_a_plugins_then_lotus_nbs(extra_path):
     "In every order of import, registration and loading, the plugin's 'lotus' wins over lotus_nb's and yours over both (in lookup, layer and unlearn)"

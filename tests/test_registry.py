@@ -6,13 +6,12 @@ from pathlib import Path
 import pytest
 import lotus_nb
 from lotus_nb.methods.base import METHODS, ROLES, list_methods, role_method, method_role, is_reference, display_name
-from helpers import import_graph   # the repository's one import scanner: tools/import_graph.py
+from helpers import import_graph, builtin_methods   # the repository's one import scanner: tools/import_graph.py
 
 PKG = Path(lotus_nb.__file__).parent
 PAPER = ['original', 'gold', 'finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'scrub', 'ssd', 'unsir', 'salun', 'lotus',
          'lotus_salun']   # the default run: the paper's methods and LoTUS + SalUn
-FIELD = ['cf_k', 'eu_k', 'l1_sparse']   # the field's methods beyond the paper's: built-ins, run when named
-BUILTIN = PAPER + FIELD
+BUILTIN, FIELD = builtin_methods()   # every built-in, read from lotus_nb.methods' sources; the field's beyond the paper's run when named
 COMPARE = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
 
 def method_modules() -> set:

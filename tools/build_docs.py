@@ -198,12 +198,13 @@ def page_collisions(nbs:list[Path]|None=None) -> dict:
     return {k: v for k, v in by.items() if len(v) > 1}
 
 def sidebar_notebooks() -> list[str]:
-    "The notebooks `nbs/sidebar.yml` lists, in its order"
+    "The notebooks `nbs/sidebar.yml` lists, in its order (a glob: the notebooks it matches, sorted)"
     import yaml
     sb = yaml.safe_load((nbs_path()/'sidebar.yml').read_text())
     out = []
-    def walk(x):
-        if isinstance(x, str): out.append(x)
+    def walk(x):   # a section's contents may be a glob (`methods/*.ipynb`): its notebooks in name (number) order, as Quarto lists them
+        if isinstance(x, str) and '*' in x: out.extend(sorted(p.relative_to(nbs_path()).as_posix() for p in nbs_path().glob(x)))
+        elif isinstance(x, str): out.append(x)
         elif isinstance(x, dict): [walk(v) for k, v in x.items() if k in ('contents', 'href', 'section')]
         elif isinstance(x, list): [walk(v) for v in x]
     walk(sb['website']['sidebar']['contents'])

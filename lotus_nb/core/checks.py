@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['check_choice', 'check_seed', 'check_fraction', 'check_threads', 'optional_import', 'renamed_kwargs']
+__all__ = ['check_choice', 'check_seed', 'check_fraction', 'check_threads', 'check_method_seeds', 'optional_import',
+           'renamed_kwargs']
 
 # %% ../../nbs/core/02_checks.ipynb #c661e2d3
 def check_choice(value,    # the value a user passed
@@ -16,7 +17,8 @@ def check_choice(value,    # the value a user passed
                 ):
     "Raise a `ValueError` naming the valid `choices` when `value` is not one of them"
     if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; valid {what}s: {', '.join(sorted(map(str, choices)))}")
+        many = what + ('es' if what.endswith(('s', 'x', 'ch', 'sh')) else 's')   # a class: valid classes
+        raise ValueError(f"unknown {what} {value!r}; valid {many}: {', '.join(sorted(map(str, choices)))}")
     return value
 
 def check_seed(seed, # a seed as a user passed it
@@ -40,6 +42,17 @@ def check_threads(threads # CPU threads of a run: a positive integer, or None to
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
     return threads
+
+# %% ../../nbs/core/02_checks.ipynb #5927d585
+def check_method_seeds(method_seeds # None, or a non-empty list of non-negative integers, no repeats
+                      ) -> list: # the checked list, or None
+    "Refuse method seeds that are not a non-empty list of distinct non-negative integers (None passes)"
+    if method_seeds is None: return None
+    if isinstance(method_seeds, (int, str)) or not len(method_seeds): raise ValueError(f"method_seeds must be None or a non-empty list of "
+        f"integers, got {method_seeds!r}")
+    out = [check_seed(s) for s in method_seeds]
+    if len(set(out)) != len(out): raise ValueError(f"repeated method seeds in {out}")
+    return out
 
 # %% ../../nbs/core/02_checks.ipynb #4908efec
 def optional_import(module:str, # the module to import, e.g. 'ray'

@@ -8,7 +8,7 @@ import dataclasses, weakref
 import numpy as np, torch
 from torch.utils.data import DataLoader, Subset, ConcatDataset
 from .datasets import default_workers
-from .loaders import MemorySplit, one_pass, quiet_generator
+from .loaders import Split, Tensors, one_pass, quiet_generator
 from ..core.seeding import FixedDraws
 from ..core.spawning import spawn_safe
 
@@ -39,7 +39,7 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
                      progress:bool=True, # show a progress bar over the one pass
                      num_workers:int=None, # DataLoader workers of the pass; None: default_workers
                      what:str=None,      # what the progress bar says it reads; None: the Dataset's class
-                    ) -> MemorySplit: # or None when it does not fit the budget
+                    ) -> Split: # over Tensors(pixels=False); or None when it does not fit the budget
     "Read every item of `ds` once (a DataLoader pass with workers) into tensors, pinned where CUDA is present"
     x0 = torch.as_tensor(np.asarray(ds[0][0]))
     if x0.numel()*x0.element_size()*len(ds) > budget_gb*2**30: return None
@@ -48,10 +48,10 @@ def read_into_memory(ds,                 # a map-style Dataset of (x, y, ...) it
     for b in one_pass(dl, desc=f'reading {what or type(ds).__name__} into memory', disable=not progress, leave=False):
         n = len(b[1]); x[i:i+n], y[i:i+n] = torch.as_tensor(b[0]), torch.as_tensor(b[1]); i += n
     if torch.cuda.is_available(): x, y = x.pin_memory(), y.pin_memory()
-    return MemorySplit(x, y, np.arange(len(ds)))
+    return Split(Tensors(x, y, pixels=False), np.arange(len(ds)))
 
 # %% ../../nbs/data/19_memory_cache.ipynb #d8ab84e8
-_READ = weakref.WeakKeyDictionary()   # Dataset -> {mode: (its fingerprint, the MemorySplit read from it)}: each Dataset is read once
+_READ = weakref.WeakKeyDictionary()   # Dataset -> {mode: (its fingerprint, the Split read from it)}: each Dataset is read once
 
 def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items with tensor-like x
               budget_gb:float=4.,   # the most memory its inputs may take
@@ -59,15 +59,15 @@ def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items w
               num_workers:int=None, # DataLoader workers of the pass
               mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
               read:bool=True,       # False: only an earlier read (None when there is none)
-             ) -> MemorySplit:      # or None when it does not fit the budget
+             ) -> Split:            # over Tensors; or None when it does not fit the budget
     "`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
     view = FixedDraws(ds) if mode == 'fixed' else ds
     key = (len(ds), repr(getattr(ds, 'transform', None)))
     try: hits = _READ.setdefault(ds, {})
     except TypeError: hits = {}      # a Dataset that cannot be a weak dictionary key: read every time
     hit = hits.get(mode)
-    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].x[0]): return hit[1]
+    if hit is not None and hit[0] == key and torch.equal(torch.as_tensor(np.asarray(view[0][0])), hit[1].source.x[0]): return hit[1]
     if not read: return None
     m = read_into_memory(view, budget_gb, progress, num_workers, f'{type(ds).__name__} (one draw per item)' if mode == 'fixed' else None)
-    if m is not None: m = dataclasses.replace(m, origin=_origin(ds)); hits[mode] = (key, m)
+    if m is not None: m = dataclasses.replace(m, source=dataclasses.replace(m.source, origin=_origin(ds))); hits[mode] = (key, m)
     return m

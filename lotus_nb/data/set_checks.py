@@ -6,9 +6,8 @@
 from __future__ import annotations
 import hashlib, warnings, weakref
 import numpy as np, torch
-from .loaders import IndexSplit, TensorSplit, FileSplit, MemorySplit
-from .memory_cache import base_of
-from .user_data import DatasetSplit
+from .loaders import Split, Tensors, Files
+from .user_data import Items
 
 # %% auto #0
 __all__ = ['CHECKED_SETS', 'SetsWarning', 'item_index', 'item_digests', 'check_disjoint']
@@ -24,10 +23,7 @@ CHECKED_SETS = ('forget', 'retain', 'unseen', 'test')   # the sets check_disjoin
 def item_index(s, # a split
               ) -> tuple: # (base, positions): the split's items are base's items at positions; None when unknown
     "Where a split's items sit in the data they are a view of: a tensor, an `ImageFiles`, or the `Dataset` a `Subset` or a read came from"
-    if isinstance(s, MemorySplit) and s.origin is not None and (base := s.origin[0]()) is not None: return base, np.asarray(s.origin[1])[np.asarray(s.idx)]
-    if isinstance(s, IndexSplit): return s.images, np.asarray(s.idx)
-    if isinstance(s, DatasetSplit): return base_of(s.dataset)
-    return None
+    return s.source.where(s.idx) if hasattr(s.source, 'where') else None
 
 # %% ../../nbs/data/21_set_checks.ipynb #b3975a47
 def _hash_rows(x, y, pos, chunk:int=4096) -> np.ndarray:
@@ -68,13 +64,14 @@ def _digests(owner,      # what the items belong to: a tensor, an ImageFiles, a 
 def item_digests(s, # a split
                 ) -> tuple: # (kind, one 16-byte digest per item); None where the items are not at hand without reading the data again
     "What each item of a split is, as a digest comparable between splits of one `kind`: 'items <dtype> <shape>' (the input tensor and label), 'files' (the image file and label), 'raw <class>' (a torchvision dataset's stored image and label)"
-    if isinstance(s, (TensorSplit, MemorySplit)):
-        kind = f"items {str(s.x.dtype).removeprefix('torch.')} {tuple(s.x.shape[1:])}"   # inputs of another dtype or shape are other items
-        return kind, _digests(s.x, len(s.x), s.idx, lambda p: _hash_rows(s.x, s.y, p), s.y)
-    if isinstance(s, FileSplit):
-        return 'files', _digests(s.files, len(s.files), s.idx, lambda p: _hash_keys(f"{s.files.paths[j]}\0{int(s.y[j])}" for j in p), s.y)
-    if isinstance(s, DatasetSplit):
-        base, pos = base_of(s.dataset)
+    src = s.source
+    if isinstance(src, Tensors):
+        kind = f"items {str(src.x.dtype).removeprefix('torch.')} {tuple(src.x.shape[1:])}"   # inputs of another dtype or shape are other items
+        return kind, _digests(src.x, len(src.x), s.idx, lambda p: _hash_rows(src.x, src.y, p), src.y)
+    if isinstance(src, Files):
+        return 'files', _digests(src.files, len(src.files), s.idx, lambda p: _hash_keys(f"{src.files.paths[j]}\0{int(src.y[j])}" for j in p), src.y)
+    if isinstance(src, Items):
+        base, pos = src.where(s.idx)
         # ImageFolder and its kin: (path, label)
         if isinstance(getattr(base, 'samples', None), list) and len(base.samples) == len(base):
             return 'files', _digests(base, len(base), pos, lambda p: _hash_keys(f"{base.samples[j][0]}\0{int(base.samples[j][1])}" for j in p))

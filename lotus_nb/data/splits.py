@@ -10,8 +10,8 @@ from .datasets import ImageData, stratified_sample, uniform_sample
 from ..core.checks import check_choice, check_seed, check_fraction
 
 # %% auto #0
-__all__ = ['HELDOUT_CUTS', 'SPLIT_RULES', 'per_class_sample', 'Splits', 'cut_heldout', 'make_splits', 'heldout_sets',
-           'dataset_splits', 'register_split', 'split_rule', 'unreported_heldout', 'validation_splits',
+__all__ = ['HELDOUT_CUTS', 'SPLIT_RULES', 'per_class_sample', 'Splits', 'cut_heldout', 'make_splits', 'resolve_class',
+           'heldout_sets', 'dataset_splits', 'register_split', 'split_rule', 'unreported_heldout', 'validation_splits',
            'first_of_each_class', 'first_splits']
 
 # %% ../../nbs/data/16_splits.ipynb #a893c309
@@ -75,6 +75,16 @@ def make_splits(y_train,               # labels of the official training split
     retain_sub = retain[uniform_sample(len(retain), retain_pct, seed)]   # the draw of UnlearnTask's default retain_draw='uniform'
     unseen, test = cut_heldout(y_heldout, seed, heldout_cut)
     return Splits(forget, retain, retain_sub, unseen, test, seed, forget_pct, forget_class)
+
+# %% ../../nbs/data/16_splits.ipynb #0c9c7ecb
+def resolve_class(data,        # the loaded ImageData (for its classes)
+                  forget_class # a class index, its digits as a string, a class name, or None
+                 ):
+    "Class index of `forget_class`, given as an index or a class name"
+    if forget_class is None: return None
+    if isinstance(forget_class, str) and not forget_class.isdigit():
+        return data.classes.index(check_choice(forget_class, data.classes, 'class'))
+    return int(check_choice(int(forget_class), range(data.num_classes), 'class'))
 
 # %% ../../nbs/data/16_splits.ipynb #d084d610
 def heldout_sets(data:ImageData,              # a loaded dataset

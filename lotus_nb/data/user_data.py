@@ -11,24 +11,13 @@ from torch.utils.data import DataLoader, Dataset, Subset, ConcatDataset, TensorD
 from torch.utils.data import BatchSampler, SequentialSampler, RandomSampler, SubsetRandomSampler
 from .datasets import default_workers, stratified_sample, uniform_sample
 from .hf_datasets import hf_kind, hf_dataset
-from .loaders import Split, MemorySplit, quiet_generator
+from .loaders import Split, Tensors, quiet_generator
 from ..core.seeding import seeded, random_transform, FixedDraws
 from ..core.spawning import spawn_safe
-from .memory_cache import memory_of
+from .memory_cache import memory_of, base_of
 
 # %% auto #0
-__all__ = ['TaggedDataset', 'dataset_tensors', 'dataset_labels', 'DatasetSplit', 'user_dataset', 'as_split', 'split_of',
-           'as_splits']
-
-# %% ../../nbs/data/20_user_data.ipynb #10a973de
-class TaggedDataset(Dataset):
-    "Items `(x, y, tag)` of `dataset`, `tag` the boolean flag of each item"
-    def __init__(self,
-                 dataset, # a map-style Dataset of (x, y, ...) items
-                 tags,    # one bool per item
-                ): self.dataset, self.tags = dataset, torch.as_tensor(np.asarray(tags), dtype=torch.bool)
-    def __len__(self): return len(self.dataset)
-    def __getitem__(self, i): x, y = self.dataset[i][:2]; return x, y, self.tags[i]
+__all__ = ['dataset_tensors', 'dataset_labels', 'Items', 'user_dataset', 'as_split', 'split_of', 'as_splits']
 
 # %% ../../nbs/data/20_user_data.ipynb #a8a4e6d7
 def dataset_tensors(ds # a map-style Dataset
@@ -62,46 +51,46 @@ def dataset_labels(ds,             # a map-style Dataset of (x, y, ...) items
     return torch.as_tensor([int(ds[i][1]) for i in range(len(ds))]) if read else None
 
 # %% ../../nbs/data/20_user_data.ipynb #ab6e5a33
-@dataclass
-class DatasetSplit(Split):
-    "A split over any map-style `torch` `Dataset` of `(x, y)` items, streamed by a `DataLoader`; a random one is evaluated on one fixed draw per item"
+@dataclass(eq=False)
+class Items:
+    "A source of a practitioner's map-style `Dataset` of `(x, y)` items, read by `DataLoader` workers; a random one is evaluated on one fixed draw per item"
     dataset: Dataset       # map-style, (x, y) items already transformed
-    num_workers: int = 0   # DataLoader workers of its loaders
+    num_workers: int = 0   # DataLoader workers of its reads
     random: bool = False   # its transform is random: evaluation passes read FixedDraws, held in memory when they fit budget_gb
     budget_gb: float = 4.  # the most memory the evaluation draws of a random dataset may take (0: stream them)
     progress: bool = True  # show a progress bar while reading them into memory
+    pixels, own_transform, device = False, True, 'cpu'   # items as the Dataset's own transform makes them, batched on the CPU
     def __len__(self): return len(self.dataset)
     @property
-    def labels(self) -> torch.Tensor: return dataset_labels(self.dataset)
-    def loader(self,
-               batch_size=128, # items per batch
-               train=False,    # shuffle (augmentation is the Dataset's own transform); False: in order
-               seed=0,         # seeds the shuffling
-               tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
-              ):
-        "A `DataLoader` of the items (workers, pinned memory where CUDA is present, prefetching): shuffled when `train`, else in order"
+    def base(self): return self.dataset   # what idx positions name
+    def labels(self, idx, read:bool=True) -> torch.Tensor: # None where read=False and the labels could only be had by reading the items
+        lab = dataset_labels(self.dataset, read); return None if lab is None else lab[torch.as_tensor(np.asarray(idx), dtype=torch.long)]
+    def part(self, idx) -> tuple: # (a source of the items at idx alone, read in this process without a progress bar, their positions in it)
+        idx = np.asarray(idx); sub = Subset(self.dataset, idx.tolist())
+        return dataclasses.replace(self, dataset=sub, num_workers=0, progress=False), np.arange(len(idx))
+    def where(self, idx) -> tuple: # (the Dataset under this one's Subsets, the positions there of the items at idx)
+        base, pos = base_of(self.dataset); return base, pos[np.asarray(idx, dtype=np.int64)]
+    def read(self,
+             items,      # positions in the dataset, in the order wanted
+             batch_size, # items per batch
+             device,     # unused: batches come pinned to the CPU, and the loops move them
+             train,      # False: an evaluation pass, of one fixed draw per item where the transform is random
+            ):
+        "`(x, y)` batches of the items `items`, in that order, read by a `DataLoader` (workers, pinned memory where CUDA is present, prefetching)"
         ds = self.dataset
         if self.random and not train:      # evaluation: every pass, every model sees the same draw of each item
             if (m := memory_of(ds, self.budget_gb, self.progress, self.num_workers, 'fixed')) is not None:
-                return m.loader(batch_size, False, seed, tags)
+                yield from m.source.read(items, batch_size, device, train); return
             ds = FixedDraws(ds)
-        if tags is not None: ds = TaggedDataset(ds, tags)
         nw = spawn_safe(self.dataset, self.num_workers)   # none where a spawned worker could not load the dataset
-        return DataLoader(ds, batch_size=batch_size, shuffle=train, num_workers=nw, pin_memory=torch.cuda.is_available(),
-                          prefetch_factor=4 if nw else None, generator=quiet_generator(seed))
-    def subset(self,
-               frac:float,           # share kept (of each class when stratified)
-               seed:int,             # seeds the draw
-               stratified:bool=True, # False: int(frac * len) items drawn without regard to class (no label read)
-              ):
-        "A seeded `frac` of this split, stratified (reads every label) or not"
-        pos = stratified_sample(self.labels, frac, seed) if stratified else uniform_sample(len(self), frac, seed)
-        return dataclasses.replace(self, dataset=Subset(self.dataset, pos.tolist()))
-    def __add__(self,
-                other, # another DatasetSplit
-               ):
-        "Concatenation of the two datasets (random when either is)"
-        return dataclasses.replace(self, dataset=ConcatDataset([self.dataset, other.dataset]), random=self.random or other.random)
+        dl = DataLoader(Subset(ds, torch.as_tensor(items).tolist()), batch_size=batch_size, num_workers=nw,
+                        pin_memory=torch.cuda.is_available(), prefetch_factor=4 if nw else None, generator=quiet_generator())
+        for b in dl: yield b[0], b[1]
+    def join(self, idx, other, oidx):
+        "The items `idx` of this dataset, then `oidx` of `other`'s, as one `ConcatDataset` (random when either is); None unless `other` is a Dataset too"
+        if not isinstance(other, Items): return None
+        part = lambda s, p: s.dataset if np.array_equal(p, np.arange(len(s.dataset))) else Subset(s.dataset, np.asarray(p).tolist())
+        return dataclasses.replace(self, dataset=ConcatDataset([part(self, idx), part(other, oidx)]), random=self.random or other.random)
 
 # %% ../../nbs/data/20_user_data.ipynb #3c605839
 def _check_class_indices(y, what:str, per_item:bool):
@@ -192,13 +181,13 @@ def split_of(ds,                 # a map-style Dataset that user_dataset has che
             ):
     "`as_split` of a Dataset already checked by `user_dataset`"
     if cache not in ('auto', True, False): raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
-    if (t := dataset_tensors(ds)) is not None: return MemorySplit(t[0], t[1].long(), t[2])
+    if (t := dataset_tensors(ds)) is not None: return Split(Tensors(t[0], t[1].long(), pixels=False), t[2])
     if cache is True and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m   # frozen, as asked
     # read before, when it was not random: no probe
     if cache == 'auto' and (m := memory_of(ds, mode=cache, read=False)) is not None: return m
     rnd = random_transform(ds)
     if cache == 'auto' and not rnd and (m := memory_of(ds, budget_gb, progress, workers, cache)) is not None: return m
-    return DatasetSplit(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress)
+    return Split(Items(ds, default_workers(len(ds), workers), rnd, 0. if cache is False else budget_gb, progress), np.arange(len(ds)))
 
 def as_splits(sets:dict, # name -> a split, Dataset, DataLoader or None
               **kwargs,  # passed to as_split

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 import torch, torch.nn as nn, torch.nn.functional as F
 from ..core.checks import check_choice, check_fraction, check_seed
-from ..data.loaders import MemorySplit
 from ..data.user_data import as_split, as_splits
 from ..data.set_checks import check_disjoint
 from ..models.model_checks import check_model_fits
@@ -55,8 +54,8 @@ class UnlearnTask:
         if self.check_sets: check_disjoint(dict(forget=self.forget, retain=self.retain, unseen=self.unseen))
     def on(self, device, # where the model is
           ):
-        "A copy of the task whose in-memory tensor splits (a user's TensorDatasets: `MemorySplit`) are on `device`, moved once"
-        mv = lambda s: s.to(device) if isinstance(s, MemorySplit) else s
+        "A copy of the task whose splits held in memory (a user's TensorDatasets, our images) are on `device`, moved once (a no-op where they are)"
+        mv = lambda s: None if s is None else s.to(device)
         return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub),
                                    check_sets=False)   # the same sets, checked already (and a device's tensors are not hashed again)
     def retain_subset(self):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from ..data.datasets import load_dataset
 from ..data.splits import make_splits
-from ..data.loaders import tensor_splits
+from ..data.loaders import device_splits
 from ..models.architectures import create_model
 from ..models.training import Recipe, fit
 from ..core.device import set_seed
@@ -25,11 +25,11 @@ def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits
               img_size:int=None,     # downsample the images to this size; None: the dataset's size
               augment:str=None,      # training augmentation, e.g. 'none'; None: the dataset's own
               forget_class:int=None, # class unlearning: the forget set is this whole class (forget_pct is then unused); None: instance
-             ) -> tuple:             # (f_orig in eval mode, dict of TensorSplits, UnlearnTask)
-    "A small trained $f_{orig}$ (eval mode), its `TensorSplit`s and its `UnlearnTask` (of instance unlearning, or of `forget_class`), for examples and tests"
+             ) -> tuple:             # (f_orig in eval mode, dict of splits, UnlearnTask)
+    "A small trained $f_{orig}$ (eval mode), its splits and its `UnlearnTask` (of instance unlearning, or of `forget_class`), for examples and tests"
     d = load_dataset(dataset, train_size=train_size, img_size=img_size)
     if augment is not None: d.augment = augment
-    ts = tensor_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed, forget_class=forget_class))
+    ts = device_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed, forget_class=forget_class))
     set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
     meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None, schedule='cosine', keep='best'), seed=seed, progress=False)
     return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta,

@@ -15,7 +15,6 @@ from .base import (MethodConfig, Range, UnlearnTask, Unlearned, register_method,
                               make_optimizer, with_tags, num_classes_of)
 from .method_parts import OutputCache
 from ..models.loops import predict, top1
-from ..data.loaders import unaugmented
 from ..core.checks import check_choice
 from ..models.model_checks import check_model_fits, memorisation_warning
 
@@ -127,7 +126,7 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
     if cfg.authors_stop: a_u = 0. if cfg.class_unlearning else authors_accuracy(acc_unseen, len(task.unseen))   # rounded, as theirs
     sets, dev = (task.forget, task.retain_subset()), model_device(student); fast = fast_enabled(dev)
     # the same inputs every epoch, on the CPU: the teacher's logits of each item computed once (OutputCache), read back after
-    cached = dev.type == 'cpu' and all(map(unaugmented, sets))
+    cached = dev.type == 'cpu' and all(s.unaugmented for s in sets)
     batches = with_tags(*sets, cfg.batch_size, task.seed, positions=cached)
     cache = OutputCache(teacher, sum(map(len, sets)), batches.batch_size) if cached else None
     opt, rows, state, stop = make_optimizer(student.parameters(), cfg), [], {}, None

@@ -45,15 +45,14 @@ def with_tags(first,           # a split whose samples get the tag True (LoTUS's
               positions:bool=False, # True: (x, y, tag, pos), pos the items' positions in first + second (unaugmented splits)
              ):
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"
-    import inspect, numpy as np
+    import numpy as np
     tags, both = np.r_[np.ones(len(first), bool), np.zeros(len(second), bool)], first + second
     kw = dict(positions=True) if positions else {}
     if shuffle: return both.loader(batch_size, train=True, seed=seed, tags=tags, **kw)
-    if 'augment' in inspect.signature(both.loader).parameters: kw['augment'] = True   # a new draw each pass
-    return both.loader(batch_size, train=False, seed=seed, tags=tags, **kw)
+    return both.loader(batch_size, train=False, seed=seed, tags=tags, augment=True, **kw)   # a new draw each pass
 
 class OutputCache:
-    "A frozen network's output for each item of an `unaugmented` split: kept from a batch of the loader's size, read back after"
+    "A frozen network's output for each item of an unaugmented split (`Split.unaugmented`): kept from a batch of the loader's size, read back after"
     def __init__(self,
                  model:nn.Module, # frozen, in eval mode: what it outputs for an input is a function of that input and the batch's size
                  n:int,           # the number of items, positions 0 to n - 1

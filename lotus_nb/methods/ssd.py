@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-from ..data.loaders import one_pass, IndexSplit, TensorSplit, FileSplit
+from ..data.loaders import one_pass, Split
 from ..core.checks import check_choice
 from .base import MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, grad_sums
 
@@ -26,19 +26,16 @@ def importances(model:nn.Module,        # the network whose trainable parameters
     ce = lambda b: F.cross_entropy(model(b[0]), b[1])
     if augment_seed is None: loader = split.loader(batch_size)
     elif shuffle: loader = split.loader(batch_size, train=True, seed=augment_seed)   # a split without augmentation: shuffled only
-    elif isinstance(split, (TensorSplit, FileSplit)): loader = split.loader(batch_size, seed=augment_seed, augment=True)
-    else: loader = split.loader(batch_size)
+    else: loader = split.loader(batch_size, seed=augment_seed, augment=True)   # a split without augmentation: clean
     batches = one_pass(loader, disable=not progress, leave=False, desc='importance')
     sums, n = grad_sums(model, batches, ce, transform=torch.square)
     if n == 0: raise ValueError("cannot measure importance on an empty split")
     return {k: s/n for k, s in sums.items()}
 
-def class_ordered(split:IndexSplit # a split of this package's data
-                 ) -> IndexSplit:   # the same items, sorted by class (stable)
+def class_ordered(split:Split # a split
+                 ) -> Split:   # the same items, sorted by class (stable)
     "The authors' per-class order: their forget and retain sets are ConcatDatasets of one part per class (helpers/data_utils.py:405-418)"
-    if not isinstance(split, IndexSplit): raise TypeError(f"SSD's batches='authors' orders a split by class, which a "
-                                                          f"{type(split).__name__} cannot do: use batches='mixed'")
-    return split.with_idx(split.idx[np.argsort(split.labels.cpu().numpy(), kind='stable')])
+    return split.with_idx(np.asarray(split.idx)[np.argsort(split.labels.cpu().numpy(), kind='stable')])
 
 # %% ../../nbs/methods/44_ssd.ipynb #ccdb1e48
 def dampen_(model:nn.Module,  # the network to dampen, modified in place

@@ -8,11 +8,8 @@ import dataclasses, math
 from dataclasses import dataclass
 from typing import ClassVar
 import numpy as np, torch, torch.nn as nn, torch.nn.functional as F
-from torch.utils.data import Subset
 from tqdm.auto import tqdm
 from ..core.checks import check_choice
-from ..data.loaders import IndexSplit
-from ..data.user_data import DatasetSplit
 from ..models.training import train_epoch, ce_loss, autocast, model_device
 from .base import (MethodConfig, Range, UnlearnTask, Unlearned, register_method, student_of, make_optimizer,
                               num_classes_of)
@@ -21,11 +18,11 @@ from .base import (MethodConfig, Range, UnlearnTask, Unlearned, register_method,
 __all__ = ['input_range', 'error_maximizing_noise', 'impair_epoch', 'per_class_subset', 'DrawnOnce', 'UNSIRConfig', 'unsir']
 
 # %% ../../nbs/methods/45_unsir.ipynb #93afc86f
-def input_range(split,              # the images whose valid range is wanted; its mean/std if it has them
+def input_range(split,              # the images whose valid range is wanted
                 batch_size:int=1024, # images per batch when the range must be scanned from the data
                ) -> tuple:           # (lo, hi): per-channel bounds, each 1 x C x 1 x 1, on the CPU
     "Per-channel bounds `(lo, hi)`, each 1 x C x 1 x 1, of the model inputs `split` yields"
-    if getattr(split, 'mean', None) is not None and getattr(split, 'std', None) is not None:
+    if split.source.pixels:   # our images: normalised by the split's mean and std
         mean, std = (torch.tensor(v, dtype=torch.float32).view(1, -1, 1, 1) for v in (split.mean, split.std))
         return -mean/std, (1 - mean)/std
     lo = hi = None
@@ -95,8 +92,7 @@ def per_class_subset(split,     # the set to sample from, usually $D_r$
     if np.bincount(y).max() <= cap: return split
     rng = np.random.RandomState(seed)
     keep = np.sort(np.concatenate([rng.permutation(np.flatnonzero(y == c))[:cap] for c in np.unique(y)]))
-    if isinstance(split, IndexSplit): return split.with_idx(split.idx[keep])   # ours in memory or on disk, a user's tensors
-    return dataclasses.replace(split, dataset=Subset(split.dataset, keep.tolist()))                   # a stream, as it streams
+    return split.with_idx(np.asarray(split.idx)[keep])
 
 # %% ../../nbs/methods/45_unsir.ipynb #d4b6f8a3
 class DrawnOnce:

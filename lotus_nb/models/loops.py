@@ -8,8 +8,7 @@ import collections, contextlib, contextvars, logging, os
 import torch, torch.nn as nn, torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from ..core.checks import check_choice
-from ..data.loaders import MemorySplit, TensorSplit, FileSplit, one_pass
-from ..data.user_data import as_split
+from ..data.loaders import Split, one_pass
 from ..core.device import autocast, model_device, precision_of, PRECISION
 
 log = logging.getLogger('lotus_nb')
@@ -155,18 +154,19 @@ def counting_steps():
 # %% ../../nbs/models/27_loops.ipynb #950e6d2e
 @torch.no_grad()
 def predict(model:nn.Module,     # run in eval mode (or train mode, see train); its previous mode is restored
-            split,                # a split (or anything as_split accepts); read in order, not augmented (a user's random transform: one fixed draw per item)
+            split:Split,          # read in order, not augmented (a user's random transform: one fixed draw per item); as_split makes one of a Dataset
             batch_size:int=1024,  # images per forward pass (does not change the result)
             progress:bool=False,  # show a tqdm bar
-            augment_seed:int=None, # None: clean images; a seed: the split's training augmentation, drawn with it, in order (our TensorSplit, FileSplit; other splits: clean)
+            augment_seed:int=None, # None: clean images; a seed: the split's training augmentation, drawn with it, in order (a split without one: clean)
             train:bool=False,     # True: train mode (BatchNorm by each batch, its running statistics updated: the authors' MIA)
             ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device
     "Logits (float32) and labels of `model` over `split`, in eval mode (train mode with `train`), on the model's device"
     was_training, dev = model.training, model_device(model)
-    split = as_split(split)
-    if isinstance(split, MemorySplit) and split.x.device != dev: split = split.to(dev)   # a user's tensors: moved once, not per batch
-    aug = augment_seed is not None and isinstance(split, (TensorSplit, FileSplit))   # the authors' metrics and tau_d read augmented images
-    fast = fast_enabled(dev); batches = split.loader(batch_size, seed=augment_seed, augment=True) if aug else split.loader(batch_size)
+    if not isinstance(split, Split): raise TypeError(f"predict reads a Split, not a {type(split).__name__}: as_split(data) makes one of a "
+                                                     f"Dataset or DataLoader")
+    split = split.to(dev)   # tensors elsewhere: moved once, not per batch
+    # the authors' metrics and tau_d read augmented images
+    fast, batches = fast_enabled(dev), split.loader(batch_size, seed=augment_seed or 0, augment=augment_seed is not None)
     model.train(train); logits, ys = [], []
     try:
         with cudnn_benchmark(dev, fast):
@@ -199,12 +199,12 @@ def train_step(model:nn.Module,            # the model being trained (already in
                batch,                      # a list of tensors on the device, passed to loss_fn
                loss_fn,                    # loss_fn(batch) -> scalar loss
                opt:torch.optim.Optimizer,  # stepped once
-               grad_hook=None,             # grad_hook(model) between backward and the step (e.g. SalUn's mask)
-               device=None,                # the model's device (None: looked up)
+               grad_hook,                  # grad_hook(model) between backward and the step (e.g. SalUn's mask), or None
+               device,                     # the model's device
                cache:bool=True,            # autocast's cast cache (off inside a CUDA graph)
                ) -> torch.Tensor:          # the loss, still on the device (not synchronised)
     "One optimiser step on `batch` (on the device): the loss under autocast, backward, `grad_hook`, step; returns the loss"
-    with autocast(device if device is not None else model_device(model), cache): loss = loss_fn(batch)
+    with autocast(device, cache): loss = loss_fn(batch)
     opt.zero_grad(set_to_none=True); loss.backward()
     if grad_hook is not None: grad_hook(model)
     opt.step()
@@ -233,13 +233,14 @@ class StepGraph:
     def __init__(self,
                  model,                # the model whose training step is captured
                  loss_fn,              # a graphable loss, loss_fn(batch + draws(batch))
-                 grad_hook=None,       # a graph-safe grad_hook(model), or None
-                 warmup:int=3,         # eager steps before the capture (at least 1)
-                 emulate:bool=False):  # True: replay as eager steps on the static buffers (checkable on the CPU)
+                 grad_hook,            # a graph-safe grad_hook(model), or None
+                 warmup:int,           # eager steps before the capture (at least 1)
+                 emulate:bool,         # True: replay as eager steps on the static buffers (checkable on the CPU)
+                 device):              # the model's device
         self.model, self.loss_fn, self.hook, self.key, self.emulate = model, loss_fn, grad_hook, _loss_key(loss_fn), emulate
         self.warmup, self.seen, self.sig, self.static, self.graph, self.loss, self.grads, self.failed = max(1, warmup), 0, None, None, None, None, None, False
         self.deferred = False   # the capture waited a step once already, for draws as long as the batch
-        self.stream = None if emulate else torch.cuda.Stream(model_device(model))
+        self.stream = None if emulate else torch.cuda.Stream(device)
     def matches(self, model, loss_fn, grad_hook, emulate) -> bool: # same model, hook, emulate flag and loss key
         return self.model is model and self.hook is grad_hook and self.emulate == emulate and _loss_key(loss_fn) == self.key
     def step(self,
@@ -307,10 +308,11 @@ def step_graph(model,          # the model being trained
                batches,        # this epoch's batches ('auto' graphs only epochs of >= min_graph_steps)
                loss_fn,        # graphed only when marked by graphable
                opt,            # holds the cache of graphs; must be fused (SGD) or capturable (Adam)
-               grad_hook=None, # graphed only when None or marked graph_safe
+               grad_hook,      # graphed only when None or marked graph_safe
+               device,         # the model's device
                ):
     "The `StepGraph` cached on `opt` for this model, loss and hook, a new one, or None when the step is not to be graphed"
-    mode, dev = FAST['graphs'], model_device(model)
+    mode, dev = FAST['graphs'], torch.device(device)
     if mode is False or not getattr(loss_fn, 'graph_safe', False): return None
     if grad_hook is not None and not getattr(grad_hook, 'graph_safe', False): return None
     emulate = mode == 'emulate'
@@ -319,7 +321,7 @@ def step_graph(model,          # the model being trained
     cache = opt.__dict__.setdefault('_step_graphs', [])   # dies with the optimiser (and with it the graph's memory)
     for g in cache:
         if g.matches(model, loss_fn, grad_hook, emulate): return g
-    cache.append(g := StepGraph(model, loss_fn, grad_hook, FAST['warmup'], emulate)); return g
+    cache.append(g := StepGraph(model, loss_fn, grad_hook, FAST['warmup'], emulate, dev)); return g
 
 # %% ../../nbs/models/27_loops.ipynb #797214ca
 def train_epoch(model:nn.Module,     # trained in place, put in train mode
@@ -334,7 +336,7 @@ def train_epoch(model:nn.Module,     # trained in place, put in train mode
     "One pass of `model` over `batches` in train mode; returns the mean loss"
     model.train(); dev = model_device(model); total, n = torch.zeros((), device=dev), 0
     fast = fast_enabled(dev)
-    graph = step_graph(model, batches, loss_fn, opt, grad_hook) if fast else None
+    graph = step_graph(model, batches, loss_fn, opt, grad_hook, dev) if fast else None
     with cudnn_benchmark(dev, fast):
         for batch in one_pass(device_batches(batches, dev) if fast else batches, total=n_batches(batches) or None,   # one pass: see below
                           disable=not progress, desc=desc, leave=False):

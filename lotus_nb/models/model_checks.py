@@ -6,12 +6,10 @@
 from __future__ import annotations
 import dataclasses, math, warnings
 import numpy as np, torch, torch.nn.functional as F
-from torch.utils.data import Subset
 from ..core.device import model_device
 from .loops import predict
 from ..core.seeding import seeded
-from ..data.loaders import IndexSplit, FileSplit
-from ..data.user_data import DatasetSplit, dataset_labels
+
 from ..data.set_checks import SetsWarning
 
 # %% auto #0
@@ -20,18 +18,13 @@ __all__ = ['check_model_fits', 'MemorisationWarning', 'fit_stats', 'memorisation
 # %% ../../nbs/models/29_model_checks.ipynb #c9e5d1a8
 def _head(s, n:int=2):
     "The first batch of at most `n` items of split `s`, read without workers and without reading the rest of it"
-    k = min(n, len(s))
-    if isinstance(s, FileSplit): s = dataclasses.replace(s, idx=np.asarray(s.idx)[:k], num_workers=0)
-    elif isinstance(s, IndexSplit): s = s.with_idx(np.asarray(s.idx)[:k])
-    elif isinstance(s, DatasetSplit): s = dataclasses.replace(s, dataset=Subset(s.dataset, list(range(k))), num_workers=0, progress=False)
-    return next(iter(s.loader(k)))
+    src, idx = s.source.part(np.asarray(s.idx)[:min(n, len(s))])
+    return next(iter(dataclasses.replace(s, source=src, idx=idx).loader(len(idx))))
 
 # %% ../../nbs/models/29_model_checks.ipynb #06254fed
 def _cheap_labels(s) -> torch.Tensor:
     "A split's labels where they are at hand without decoding its items; None where they are not (a streamed dataset without `targets`)"
-    if isinstance(s, IndexSplit): return s.labels
-    if isinstance(s, DatasetSplit): return dataset_labels(s.dataset, read=False)
-    return None
+    return s.source.labels(s.idx, read=False)
 
 def _outside(lab, k:int) -> str:
     "A description of the labels of `lab` outside [0, k), or '' when there are none"

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch, torch.nn as nn, torch.nn.functional as F
 from tqdm.auto import tqdm
 from ..core.checks import check_choice
+from ..data.loaders import Split
 from ..data.user_data import as_split
 from ..core.device import get_device, set_seed, autocast, model_device, to_device, Timer
 from .loops import (FAST, path_stats, count_path, set_fast, fast_path, fast_enabled, OPTIMIZERS, new_optimizer, set_lr, device_batches,
@@ -20,7 +21,7 @@ log = logging.getLogger('lotus_nb')
 
 # %% auto #0
 __all__ = ['log', 'SCHEDULES', 'KEEPS', 'VAL_LOSSES', 'RECIPES', 'OUR_RECIPES', 'Recipe', 'warmup_cosine', 'linear_warmup_decay',
-           'lr_schedule', 'recipe_from', 'val_loss_of', 'fit', 'train_cached']
+           'lr_schedule', 'recipe_from', 'val_loss_of', 'fit_split', 'fit', 'train_cached']
 
 # %% ../../nbs/models/28_training.ipynb #28155bde
 # Recipe.schedule: the authors' per-epoch linear warm-up and decay, our per-step warm-up and cosine, none
@@ -114,15 +115,15 @@ def val_loss_of(logits:torch.Tensor, # n x classes, in the validation set's orde
     if check_choice(how, VAL_LOSSES, 'recipe val_loss') == 'samples': return per.mean().item()
     return torch.stack([b.mean() for b in per.split(batch_size)]).mean().item()
 
-def fit(model:nn.Module,     # trained in place; on return, the weights recipe.keep names: the last epoch's, or the best-validation ones
-        train,               # the split to train on (augmented, shuffled)
-        recipe:Recipe,       # epochs, batch size, SGD settings, schedule, warm-up, patience, which weights to keep
-        val=None,            # validation split: early stopping, val_loss and val_acc (unused if patience is None)
-        seed:int=0,          # seeds the generators and the loader's shuffling
-        progress:bool=True,  # show a tqdm bar over epochs
-        ) -> dict:           # history (one dict per epoch, with the lr it started at), kept_epoch and time_min
-    "Train `model` in place with `recipe`; returns the per-epoch history, the epoch whose weights it holds, and the time in minutes"
-    set_seed(seed); train = as_split(train)
+def fit_split(model:nn.Module, # trained in place; on return, the weights recipe.keep names: the last epoch's, or the best-validation ones
+              train:Split,      # the split to train on (augmented, shuffled)
+              recipe:Recipe,    # epochs, batch size, SGD settings, schedule, warm-up, patience, which weights to keep
+              val:Split=None,   # validation split: early stopping, val_loss and val_acc (unused if patience is None)
+              seed:int=0,       # seeds the generators and the loader's shuffling
+              progress:bool=True, # show a tqdm bar over epochs
+             ) -> dict:         # history (one dict per epoch, with the lr it started at), kept_epoch and time_min
+    "`fit` on splits already prepared (a benchmark's, or `as_split`'s): the training loop itself"
+    set_seed(seed)
     loader = train.loader(recipe.batch_size, train=True, seed=seed)
     opt = new_optimizer('sgd', model.parameters(), recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay)
     (per_step, per_epoch), loss_fn = lr_schedule(opt, len(loader), recipe), ce_loss(model)
@@ -144,23 +145,34 @@ def fit(model:nn.Module,     # trained in place; on return, the weights recipe.k
     return dict(history=hist, kept_epoch=best[1] if best[2] is not None else len(hist) - 1, time_min=t.minutes)
 
 
+def fit(model:nn.Module,     # trained in place; on return, the weights recipe.keep names: the last epoch's, or the best-validation ones
+        train,               # the set to train on (augmented, shuffled): a split, or a Dataset or DataLoader as_split reads
+        recipe:Recipe,       # epochs, batch size, SGD settings, schedule, warm-up, patience, which weights to keep
+        val=None,            # validation set, as train: early stopping, val_loss and val_acc (unused if patience is None)
+        seed:int=0,          # seeds the generators and the loader's shuffling
+        progress:bool=True,  # show a tqdm bar over epochs
+        ) -> dict:           # history (one dict per epoch, with the lr it started at), kept_epoch and time_min
+    "Train `model` in place with `recipe`; returns the per-epoch history, the epoch whose weights it holds, and the time in minutes"
+    train, val = as_split(train, what='the training set'), None if val is None else as_split(val, what='the validation set')
+    return fit_split(model, train, recipe, val, seed, progress)
+
 # %% ../../nbs/models/28_training.ipynb #9e9773af
 def train_cached(path,                # the checkpoint: loaded when it exists, written after training otherwise
                  make_model,          # make_model() builds the untrained network
-                 train,               # the split to train on, when not cached
+                 train:Split,         # the split to train on, when not cached
                  recipe:Recipe,       # passed on to fit
-                 val=None,            # validation split for early stopping
+                 val:Split=None,      # validation split for early stopping
                  seed:int=0,          # seeds the initialisation and fit
                  device='cpu',        # where the returned model lives
                  progress:bool=True,  # show fit's progress bar
                  meta:dict=None,      # extra entries saved with the checkpoint (with fit's history and time_min)
                  ) -> tuple:          # (model, meta); a cached model's meta is the one saved with it
-    "Load the model cached at `path`, or train it with `fit` and cache it; returns `(model, meta)`"
+    "Load the model cached at `path`, or train it (`fit_split`) and cache it; returns `(model, meta)`"
     path = Path(path)
     if path.exists():
         ck, model = load_checkpoint(path), make_model()
         model.load_state_dict(ck['state_dict']); return to_device(model, device), ck['meta']
     set_seed(seed); model = to_device(make_model(), device)
-    res = fit(model, train, recipe, val=val, seed=seed, progress=progress)
+    res = fit_split(model, train, recipe, val=val, seed=seed, progress=progress)
     meta = dict(meta or {}, **res); save_checkpoint(path, model, meta)
     return model, meta

@@ -13,17 +13,16 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'run_benchmark', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'benchmark_defaults',
            'benchmark_augment', 'register_unseen', 'register_arrays', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec',
-           'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name', 'method_overrides', 'prepare',
-           'check_checkpoints', 'check_method_seeds', 'Benchmark']
+           'check_benchmark', 'Prepared', 'benchmark_name', 'method_overrides', 'prepare', 'Benchmark']
 
 # %% ../../nbs/running/63_benchmark.ipynb #a412bc86
 # BenchmarkSpec beside run_benchmark: every name of the spec's module, handed on (defined one floor down, below the grid)
-from .benchmark_spec import (BENCHMARK_DEFAULTS, UNSEEN_SOURCES, RUN_ARRAYS, benchmark_defaults, benchmark_augment, register_unseen,
-    register_arrays, unseen_sources, BenchmarkSpec, resolve_spec, check_benchmark, resolve_class, Prepared, benchmark_name,
-    method_overrides, prepare, check_checkpoints, check_method_seeds)
+from lotus_nb.running.benchmark_spec import (BENCHMARK_DEFAULTS, UNSEEN_SOURCES, RUN_ARRAYS, benchmark_defaults, benchmark_augment, register_unseen,
+    register_arrays, unseen_sources, BenchmarkSpec, resolve_spec, check_benchmark, Prepared, benchmark_name,
+    method_overrides, prepare)
 _all_ = ['BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'benchmark_defaults', 'benchmark_augment', 'register_unseen',
-         'register_arrays', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name',
-         'method_overrides', 'prepare', 'check_checkpoints', 'check_method_seeds', 'Benchmark']
+         'register_arrays', 'unseen_sources', 'BenchmarkSpec', 'resolve_spec', 'check_benchmark', 'Prepared', 'benchmark_name',
+         'method_overrides', 'prepare', 'Benchmark']
 
 # %% ../../nbs/running/63_benchmark.ipynb #e569e6ed
 def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS

@@ -13,11 +13,11 @@ from ..data.datasets import DATASETS, load_dataset, dataset_defaults, list_datas
 from ..core.checks import check_choice, check_fraction, check_seed
 from ..data.augment import AUGMENTS
 from ..core.device import get_device, precision_of
-from ..data.splits import split_rule
+from ..data.splits import split_rule, resolve_class
 from ..data.loaders import device_splits
-from ..models.architectures import MODELS, create_model, model_arch, model_input_size, resolve_model, weights_digest
+from ..models.architectures import create_model, model_arch, model_input_size, resolve_model, weights_digest
 from ..models.training import Recipe, RECIPES
-from ..models.checkpoints import load_checkpoint, cache_key
+from ..models.checkpoints import cache_key
 from ..methods.base import method_config, config_identity, list_methods, check_method, check_kind, is_reference, role_method, RETAIN_DRAWS
 from ..metrics.evaluation import MIA_NONMEMBERS, MIA_MODES
 from ..metrics.metric_facts import metric_versions   # each metric's record: nbs/metrics/52_metric_facts.ipynb
@@ -28,9 +28,8 @@ log = logging.getLogger('lotus_nb')
 # %% auto #0
 __all__ = ['log', 'BENCHMARK_DEFAULTS', 'STEP_BUDGETS', 'PROTOCOLS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'RANDOM_IN_PLACE',
            'MIN_BATCH', 'benchmark_defaults', 'benchmark_augment', 'BenchmarkSpec', 'resolve_spec', 'register_unseen',
-           'unseen_sources', 'register_arrays', 'check_benchmark', 'resolve_class', 'Prepared', 'benchmark_name',
-           'method_overrides', 'paper_scale', 'step_scale', 'budget_share', 'step_budget', 'rehearsal_config',
-           'prepare', 'check_checkpoints', 'check_weights', 'check_method_seeds']
+           'unseen_sources', 'register_arrays', 'check_benchmark', 'Prepared', 'benchmark_name', 'method_overrides',
+           'paper_scale', 'step_scale', 'budget_share', 'step_budget', 'rehearsal_config', 'prepare']
 
 # %% ../../nbs/running/58_benchmark_spec.ipynb #6ee01f44
 def _recipe(r): # a registered recipe: Recipe's fields as a dict, or a Recipe
@@ -237,16 +236,6 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     store.check()
     return seeds, methods
 
-# %% ../../nbs/running/58_benchmark_spec.ipynb #0591148f
-def resolve_class(data,        # the loaded ImageData (for its classes)
-                  forget_class # a class index, its digits as a string, a class name, or None
-                 ):
-    "Class index of `forget_class`, given as an index or a class name"
-    if forget_class is None: return None
-    if isinstance(forget_class, str) and not forget_class.isdigit():
-        return data.classes.index(check_choice(forget_class, data.classes, 'class'))
-    return int(check_choice(int(forget_class), range(data.num_classes), 'class'))
-
 # %% ../../nbs/running/58_benchmark_spec.ipynb #db105208
 RANDOM_IN_PLACE = set()   # models a rehearsal ran with a random network, their pretrained weights missing (said once per process)
 
@@ -266,6 +255,7 @@ class Prepared:
     base: dict                        # what determines f_orig and f_gold (checkpoint cache key), seed aside
     bench_id: str = ''                # hash of everything that defines the benchmark beyond its name
     budget: dict = field(default_factory=dict)   # method -> the share of its paper step budget it takes (budget_share), where a paper size is registered
+    input_size: int = None            # the model's input size, every batch resized to it (a ViT's 224); None: the images' own
     drawn: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # seed -> its Splits, drawn once (a replace() starts afresh)
     @property
     def name(self) -> str: return benchmark_name(self.spec.dataset, self.spec.model, self.forget_pct, self.forget_class, self.spec.unseen)
@@ -291,7 +281,7 @@ class Prepared:
     def make_model(self) -> nn.Module:
         "A fresh model of the benchmark: its architecture, input size and pretrained weights (a rehearsal without the weights: a random network, said once)"
         m, d = self.spec.model, self.data
-        make = lambda p: create_model(m, d.num_classes, d.in_chans, model_input_size(m) or d.img_size, p)
+        make = lambda p: create_model(m, d.num_classes, d.in_chans, self.input_size or d.img_size, p)
         try: return make(self.spec.pretrained)
         except FileNotFoundError as e:
             if not self.spec.fast_dev_run: raise   # a real run never trains from a random network in their place
@@ -304,12 +294,12 @@ class Prepared:
                       device          # where the batches are made
                      ) -> dict: # forget, retain, retain_sub, unseen, test
         "The sets of `seed` as splits on `device`, resized to the model's input"
-        return device_splits(self.data, self.splits(seed), device, size=model_input_size(self.spec.model))
+        return device_splits(self.data, self.splits(seed), device, size=self.input_size)
     def device_views(self, seed:int, # the seed whose sets are drawn
                      device          # where the batches are made
                     ) -> dict: # method -> its forget, retain, retain_sub, unseen, test
         "The same sets of `seed` through each other pipeline of the data (`ImageData.views`), by the method whose row is scored on them"
-        return {m: device_splits(dataclasses.replace(self.data, x_train=xt, x_heldout=xh, views=None), self.splits(seed), device, size=model_input_size(self.spec.model))
+        return {m: device_splits(dataclasses.replace(self.data, x_train=xt, x_heldout=xh, views=None), self.splits(seed), device, size=self.input_size)
                 for m, (xt, xh) in (self.data.views or {}).items()}
     def ident(self, method:str,       # registry name
               seed:int,               # the run's seed (the benchmark's: forget set, f_orig, f_gold)
@@ -447,34 +437,5 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp, **({'metrics': mv} if mv else {}))
              for m in methods}
     bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
-    return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id, budget)
-
-# %% ../../nbs/running/58_benchmark_spec.ipynb #49dd4471
-def check_checkpoints(prep:Prepared, # the prepared benchmark
-                      seeds,         # the seeds to be run
-                      store:Store    # the results store (its checkpoint folder)
-                     ):
-    "Refuse a corrupt cached checkpoint of any seed, before any training"
-    for s in seeds:
-        for p in prep.checkpoints(s, store):
-            if p.exists(): load_checkpoint(p)
-
-def check_weights(preps # the prepared benchmarks of a rehearsal
-                 ) -> list: # the models that run with a random network in place of their missing weights
-    "Build once each rehearsed benchmark's model that starts from pretrained weights, so that the rehearsal says before any work which run with a random network in their place"
-    seen = set()
-    for p in preps:
-        pre = MODELS[p.spec.model].pretrained if p.spec.pretrained is None else p.spec.pretrained
-        if pre is False or (key := (p.spec.model, str(pre))) in seen: continue
-        seen.add(key); p.make_model()
-    return sorted(RANDOM_IN_PLACE)
-
-def check_method_seeds(method_seeds # None, or a non-empty list of non-negative integers, no repeats
-                      ) -> list: # the checked list, or None
-    "Refuse method seeds that are not a non-empty list of distinct non-negative integers (None passes)"
-    if method_seeds is None: return None
-    if isinstance(method_seeds, (int, str)) or not len(method_seeds): raise ValueError(f"method_seeds must be None or a non-empty list of "
-        f"integers, got {method_seeds!r}")
-    out = [check_seed(s) for s in method_seeds]
-    if len(set(out)) != len(out): raise ValueError(f"repeated method seeds in {out}")
-    return out
+    return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id, budget,
+                    model_input_size(spec.model))

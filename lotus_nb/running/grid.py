@@ -10,17 +10,17 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 import pandas as pd
 from ..data.datasets import dataset_defaults
-from ..core.checks import optional_import, check_choice
+from ..core.checks import optional_import, check_choice, check_method_seeds
 from ..core.device import get_device
-from ..models.checkpoints import cache_key
+from ..models.checkpoints import cache_key, load_checkpoint
+from ..models.architectures import MODELS
 from .store import Store, row_id, REHEARSAL_DIR, mark_rehearsal, rehearsal_note
 from ..core.files import atomic_write
 from ..data.loaders import rehearsal
 from ..methods.base import is_reference
 from .reporting import Benchmark, Subscriber, TablesFigures, Tracking, emit, benchmark_rows, collect_benchmark, entropy_figure_methods
 from .tracking import make_tracker
-from .benchmark_spec import (BenchmarkSpec, Prepared, resolve_spec, check_benchmark, prepare, check_checkpoints, check_method_seeds, check_weights,
-                                benchmark_name)
+from .benchmark_spec import BenchmarkSpec, Prepared, RANDOM_IN_PLACE, resolve_spec, check_benchmark, prepare, benchmark_name
 from .runner import Unit, run_unit
 from ..core.checks import check_threads
 from ..core.registry import Registry
@@ -29,9 +29,10 @@ from .cluster import Storage, WorkerStore, train_original, worker_unit, check_da
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'GridPlan', 'missing_key', 'plan_grid', 'register_executor',
-           'executor_options', 'check_workers', 'auto_workers', 'split_units', 'run_local', 'check_nodes', 'run_ray',
-           'rehearsal_paths', 'rehearse', 'check_subscribers', 'find_benchmark', 'run_grid']
+__all__ = ['log', 'EXECUTORS', 'row_summary', 'GridProgress', 'check_checkpoints', 'check_weights', 'GridPlan', 'missing_key',
+           'plan_grid', 'register_executor', 'executor_options', 'check_workers', 'auto_workers', 'split_units',
+           'run_local', 'check_nodes', 'run_ray', 'rehearsal_paths', 'rehearse', 'check_subscribers', 'find_benchmark',
+           'run_grid']
 
 # %% ../../nbs/running/61_grid.ipynb #aeda9ef0
 def row_summary(row:dict # a results row
@@ -52,6 +53,26 @@ class GridProgress:
         "Record `n` more finished rows, described by `what`"
         self.done += n; el = time.perf_counter() - self.t0
         log.info(f"[grid {self.done}/{self.total} rows, {el/60:.1f} min elapsed, ~{self.eta()/60:.1f} min left] {what}")
+
+# %% ../../nbs/running/61_grid.ipynb #c979338f
+def check_checkpoints(prep:Prepared, # the prepared benchmark
+                      seeds,         # the seeds to be run
+                      store:Store    # the results store (its checkpoint folder)
+                     ):
+    "Refuse a corrupt cached checkpoint of any seed, before any training"
+    for s in seeds:
+        for p in prep.checkpoints(s, store):
+            if p.exists(): load_checkpoint(p)
+
+def check_weights(preps # the prepared benchmarks of a rehearsal
+                 ) -> list: # the models that run with a random network in place of their missing weights
+    "Build once each rehearsed benchmark's model that starts from pretrained weights, so that the rehearsal says before any work which run with a random network in their place"
+    seen = set()
+    for p in preps:
+        pre = MODELS[p.spec.model].pretrained if p.spec.pretrained is None else p.spec.pretrained
+        if pre is False or (key := (p.spec.model, str(pre))) in seen: continue
+        seen.add(key); p.make_model()
+    return sorted(RANDOM_IN_PLACE)
 
 # %% ../../nbs/running/61_grid.ipynb #9aa31fc0
 @dataclass

@@ -12,7 +12,7 @@ from ..data.datasets import dataset_defaults, torch_threads
 from ..core.checks import check_seed, check_threads, check_choice
 from ..data.loaders import unseen_split, rehearsal, LOADED
 from ..data.set_checks import check_disjoint
-from ..models.architectures import model_input_size, reinit_copy
+from ..models.architectures import reinit_copy
 from ..core.device import get_device, to_device, precision, precision_of, numerics
 from ..models.training import train_cached
 from ..methods.base import UnlearnTask, unlearn
@@ -134,7 +134,7 @@ def seed_context(prep:Prepared,      # the prepared benchmark
                 ) -> SeedContext:
     "Draw `seed`'s splits, train or load its $f_{orig}$ and $f_{gold}$, build its task: what `run_seed` (and any later analysis) needs"
     load_plugins(); dev, data, (orig_ck, gold_ck) = get_device(device), prep.data, prep.checkpoints(seed, store)
-    model, dd, make = prep.spec.model, dataset_defaults(prep.spec.dataset), prep.make_model
+    dd, make = dataset_defaults(prep.spec.dataset), prep.make_model
     with stage('splits', dev): ts = prep.device_splits(seed, dev)
     check_disjoint(ts)   # forget, retain, unseen and test share no item: refused before any training
     with stage('f_orig', dev):
@@ -144,7 +144,7 @@ def seed_context(prep:Prepared,      # the prepared benchmark
         f_gold, gold_meta = (train_cached(gold_ck, make, ts['retain'], prep.recipe, ts['unseen'], seed, dev, progress) if dd.gold
                              else (None, None))
     if prep.spec.unseen == 'heldout': unseen = ts['unseen']
-    elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=model_input_size(model))
+    elif prep.unseen_data is not None: unseen = unseen_split(prep.unseen_data, dev, size=prep.input_size)
     else: unseen = UNSEEN_SOURCES[prep.spec.unseen](prep, ts, seed, dev)
     ev_unseen = eval_unseen_of(prep.spec.eval_unseen, ts, unseen)   # theirs: a synthetic D_u replaces the validation set for the whole run
     # the authors' scoring of augmented images: one draw, seeded by the seed

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np, torch
-from ..data.loaders import TensorSplit
+from ..data.loaders import Split, Tensors
 from .benchmark_spec import register_unseen
 
 # %% auto #0
@@ -59,9 +59,9 @@ def synthetic_split(data,                  # an in-memory ImageData
                     counts,                # images to draw per class (length num_classes)
                     seed:int,              # seed of the draw
                     device='cpu',          # where the split's images and labels live
-                    like:TensorSplit=None, # a split whose normalisation and input size the result copies; None: data's
+                    like:Split=None,      # a split whose normalisation and input size the result copies; None: data's
                     n_components:int=32,   # principal components of the PCA space (k)
-                    ) -> TensorSplit:      # eval-only (no augmentation) split of the samples
+                    ) -> Split:            # eval-only (no augmentation) split of the samples
     "A seeded synthetic split: `counts[c]` images of each class from class Gaussians fitted on `data.x_train[train_idx]`"
     if not data.in_memory: raise ValueError(f"{data.name} is streamed from disk: the synthetic unseen set needs its images in memory; "
                                             "use unseen='heldout' or a generated dataset (CIFAKE for CIFAR-10)")
@@ -69,14 +69,14 @@ def synthetic_split(data,                  # an in-memory ImageData
     gm = fit_class_gaussians(data.x_train[idx], data.y_train[idx], data.num_classes, n_components)
     x, y = gm.sample(counts, seed)
     mean, std, size = (like.mean, like.std, like.size) if like is not None else (data.mean, data.std, None)
-    return TensorSplit(x.to(device), y.to(device), np.arange(len(y)), 'none', mean, std, size)
+    return Split(Tensors(x.to(device), y.to(device)), np.arange(len(y)), 'none', mean, std, size)
 
 @register_unseen('synthetic')
 def synthetic_unseen(prep,        # the benchmark's prepared state; its data must be in memory
                      splits:dict, # the seed's splits: forget, retain (fitted on) and unseen (counts, format)
                      seed:int,    # the benchmark seed, also the seed of the draw
                      device,      # where the split's images and labels live
-                     ) -> TensorSplit: # the synthetic D_u, shaped like splits['unseen']
+                     ) -> Split:       # the synthetic D_u, shaped like splits['unseen']
     "The methods' $D_u$ of a benchmark with `unseen='synthetic'`: as many images per class as its held-out $D_u$, generated from its training split"
     train = np.concatenate([splits['forget'].idx, splits['retain'].idx])
     counts = np.bincount(splits['unseen'].labels.cpu().numpy(), minlength=prep.data.num_classes)
