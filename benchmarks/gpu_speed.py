@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from lotus_nb.data.datasets import ImageData
 from lotus_nb.data.splits import make_splits
 from lotus_nb.data.loaders import device_splits, Split
-from lotus_nb.data.user_data import Items
+from lotus_nb.data.user_data import Items, as_split
 from lotus_nb.models.architectures import create_model, model_arch, model_input_size, reinit_copy
 from lotus_nb.models.training import (path_stats, RECIPES, Recipe, autocast, fast_path, fit, predict, set_seed, to_device, new_optimizer,
                                model_device)
@@ -257,7 +257,7 @@ def user_paths(name, shape, dev, args) -> list:
             sync(dev); t0 = time.perf_counter()
             _, rec = lotus_unlearn(f_orig, sp['forget'], sp['retain'], sp['unseen'], seed=0, arch=arch, progress=False, **over); sync(dev)
         lotus_s = time.perf_counter() - t0; read = lotus_s - rec['time_min']*60   # what the task's reading of the data took
-        ref = reference_outputs(sp['forget'], sp['unseen'], f_orig, f_orig, reinit_copy(f_orig))
+        ref = reference_outputs(as_split(sp['forget']), as_split(sp['unseen']), f_orig, f_orig, reinit_copy(f_orig))   # the references read splits
         with fast_path(True):
             sync(dev); t0 = time.perf_counter()
             evaluate(f_orig, sp['forget'], sp['retain'], sp['test'], sp['unseen'], ref=ref); sync(dev)

@@ -233,7 +233,6 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                      ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     aug = _augmented(augmented, augment_seed); ref = Reference(augmented=aug)
-    s = as_splits(dict(forget=forget, unseen=unseen, test=test)); forget, unseen, test = s['forget'], s['unseen'], s['test']   # splits once
     # the authors' JSD: one draw per image, shared by f_un and f_gold (helpers/eval.py:174-177)
     fs = augment_seed if 'forget' in augmented else None
     if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size, fs)[0]
