@@ -34,9 +34,9 @@ What their code needs to run here, and nothing that changes a step:
   cell (`torch.manual_seed(seed)`, then `p.data = mu + var.sqrt() * ...normal_()` over `modelf`'s parameters) are read out of
   Forgetting.ipynb and executed as they stand, in a namespace holding what their earlier cells define: `args.device`
   'cpu', `num_classes`, `class_to_forget` (the task's class, else None), `num_to_forget` (None for a class, else the forget
-  set's size), `alpha` and `seed` (their cell sets alpha = 1e-6; the seed is the task's), and `p.data0` (their cell 72's
-  copy of each parameter). `hessian` is given our retain split, unaugmented and in order, as a list of (image, label);
-  its progress bar is silenced. The noise cell's second loop (on their retrained model) is not run. `--epochs` is unused.
+  set's size), `seed` (the task's; their noise cell sets alpha = 1e-6 itself), and `p.data0` (their copy of each
+  parameter, Forgetting.ipynb:1424). `hessian` is given our retain split, unaugmented and in order, as a list of
+  (image, label); its progress bar is silenced. The noise cell's second loop (on their retrained model) is not run. `--epochs` is unused.
 
 Printed: the largest absolute difference of any parameter (and of any BatchNorm buffer) between their result and ours,
 the relative distance ||ours - theirs|| / ||theirs - f_orig|| over all parameters, and each side's wall-clock seconds.
@@ -111,7 +111,7 @@ def fisher_run(authors, model, task, cfg):
               modelf=model, seed=task.seed)
     exec(pick('def hessian('), ns); exec(pick('def get_mean_var('), ns)
     data = [(x, y) for xb, yb in task.retain.loader(256) for x, y in zip(xb, yb)]
-    for p in model.parameters(): p.data0 = copy.deepcopy(p.data.clone())   # their cell 72
+    for p in model.parameters(): p.data0 = copy.deepcopy(p.data.clone())   # theirs: Forgetting.ipynb:1424
     ns['hessian'](data, model)
     exec(noise, ns)   # sets alpha = 1e-6 and the seed, then noises modelf's parameters in order
     assert ns['alpha'] == cfg.alpha, f"their alpha {ns['alpha']} is not the config's {cfg.alpha}"

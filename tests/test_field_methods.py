@@ -39,7 +39,8 @@ def test_runs_changes_the_model_finite_metrics(tasks, name, kind):
     assert all(torch.equal(v, before[k]) for k, v in f_orig.state_dict().items()), "f_orig is left unchanged"
     assert out.model is not f_orig and not out.model.training
     assert any(not torch.equal(p, q) for p, q in zip(out.model.parameters(), f_orig.parameters())), "the parameters change"
-    assert out.record['method'] == name and out.record['config']['epochs'] == 2 and out.record['steps'] > 0
+    assert out.record['method'] == name and out.record['config']['epochs'] == 2
+    assert out.record['steps'] > 0 or method_config(name).epochs == 0, "a trained method steps; a one-shot one (Fisher: epochs 0) need not"
     m = evaluate(out.model, ts['forget'], ts['retain'], ts['test'], ts['unseen'], f_orig=f_orig)
     nums = {k: v for k, v in m.items() if isinstance(v, (int, float))}
     assert {'acc_forget', 'acc_retain', 'acc_test', 'mia'} <= set(nums) and all(math.isfinite(v) for v in nums.values()), m
