@@ -1,4 +1,4 @@
-"""CF-k, EU-k and l1-sparse: the authors' code against ours, on the same small model, data, seed and settings.
+"""CF-k, EU-k, l1-sparse and Fisher forgetting: the authors' code against ours, on the same small model, data, seed and settings.
 
     # their files, out of a fetched copy of each repository (never into this one):
     G=<git dir of shash42/Evaluating-Inexact-Unlearning>; mkdir -p /tmp/eiu
@@ -7,7 +7,10 @@
     for f in FT.py impl.py; do git --git-dir=$G show HEAD:unlearn/$f > /tmp/us/unlearn/$f; done
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method cf_k --authors /tmp/eiu
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method eu_k --authors /tmp/eiu --kind class
+    G=<git dir of AdityaGolatkar/SelectiveForgetting>; mkdir -p /tmp/fisher_authors
+    git --git-dir=$G show HEAD:Forgetting.ipynb > /tmp/fisher_authors/Forgetting.ipynb
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method l1_sparse --authors /tmp/us
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method fisher --authors /tmp/fisher_authors --kind class
 
 The workload: `demo_task` (digits, the small ResNet18, 15 epochs of training; `--kind class`: class 3 forgotten), the
 method's defaults but `--epochs` (3: CF-k's and EU-k's rate restarts after epochs 1 and 3). Both sides start from the same
@@ -27,6 +30,13 @@ What their code needs to run here, and nothing that changes a step:
   AverageMeter and accuracy, `pruner`, `trainer`, `imagenet`) are stubs, unused on this path but the meters; `.cuda()` is
   a no-op; their per-epoch prints are silenced. `args.no_l1_epochs`, which FT.py reads and their arg_parser.py never
   defines, is 0.
+- Fisher forgetting (Golatkar et al.): their cells defining `hessian` and `get_mean_var` and the first loop of their noise
+  cell (`torch.manual_seed(seed)`, then `p.data = mu + var.sqrt() * ...normal_()` over `modelf`'s parameters) are read out of
+  Forgetting.ipynb and executed as they stand, in a namespace holding what their earlier cells define: `args.device`
+  'cpu', `num_classes`, `class_to_forget` (the task's class, else None), `num_to_forget` (None for a class, else the forget
+  set's size), `seed` (the task's; their noise cell sets alpha = 1e-6 itself), and `p.data0` (their copy of each
+  parameter, Forgetting.ipynb:1424). `hessian` is given our retain split, unaugmented and in order, as a list of
+  (image, label); its progress bar is silenced. The noise cell's second loop (on their retrained model) is not run. `--epochs` is unused.
 
 Printed: the largest absolute difference of any parameter (and of any BatchNorm buffer) between their result and ours,
 the relative distance ||ours - theirs|| / ||theirs - f_orig|| over all parameters, and each side's wall-clock seconds.
@@ -89,29 +99,50 @@ def us_run(authors, model, task, cfg):
         FT.FT_l1({'retain': retain}, model, nn.CrossEntropyLoss(), args)
     return model
 
+def fisher_run(authors, model, task, cfg):
+    "Golatkar et al.'s Fisher forgetting (Forgetting.ipynb: `hessian`, `get_mean_var`, the noise loop) on `model`, in place"
+    import torch.nn.functional as F
+    cells = [''.join(c['source']) for c in json.loads((Path(authors)/'Forgetting.ipynb').read_text())['cells'] if c['cell_type'] == 'code']
+    pick = lambda key: next(c for c in cells if key in c)
+    noise = pick('fisher_dir = []').split('for i, p in enumerate(modelf0.parameters())')[0]
+    K = task.num_classes
+    ns = dict(torch=torch, nn=nn, F=F, copy=copy, tqdm=lambda it: it, args=argparse.Namespace(device='cpu'), num_classes=K,
+              class_to_forget=task.forget_class, num_to_forget=None if task.forget_class is not None else len(task.forget),
+              modelf=model, seed=task.seed)
+    exec(pick('def hessian('), ns); exec(pick('def get_mean_var('), ns)
+    data = [(x, y) for xb, yb in task.retain.loader(256) for x, y in zip(xb, yb)]
+    for p in model.parameters(): p.data0 = copy.deepcopy(p.data.clone())   # theirs: Forgetting.ipynb:1424
+    ns['hessian'](data, model)
+    exec(noise, ns)   # sets alpha = 1e-6 and the seed, then noises modelf's parameters in order
+    assert ns['alpha'] == cfg.alpha, f"their alpha {ns['alpha']} is not the config's {cfg.alpha}"
+    return model
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse'])
+    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher'])
     ap.add_argument('--authors', required=True,
-                    help="their files: src/ of Evaluating-Inexact-Unlearning, or a folder holding Unlearn-Sparse's unlearn/")
+                    help="their files: src/ of Evaluating-Inexact-Unlearning, a folder holding Unlearn-Sparse's unlearn/, or one holding "
+                         "SelectiveForgetting's Forgetting.ipynb")
     ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
     ap.add_argument('--epochs', type=int, default=3)
     ap.add_argument('--json', default=None, help='also write the figures here')
     a = ap.parse_args()
     torch.set_num_threads(1)
     f_orig, ts, task = demo_task(forget_class=3 if a.kind == 'class' else None)
-    cfg = method_config(a.method, 'resnet', a.kind, epochs=a.epochs)
+    cfg = method_config(a.method, 'resnet', a.kind, **({} if a.method == 'fisher' else dict(epochs=a.epochs)))
     t0 = time.perf_counter(); ours = unlearn(a.method, f_orig, task, cfg=cfg, progress=False).model; t_ours = time.perf_counter() - t0
     theirs = copy.deepcopy(f_orig).train()
     for p in theirs.parameters(): p.requires_grad_(True)
     t0 = time.perf_counter()
-    theirs = us_run(a.authors, theirs, task, cfg) if a.method == 'l1_sparse' else eiu_run(a.method, a.authors, theirs, task, cfg)
+    if a.method == 'fisher': theirs = fisher_run(a.authors, theirs, task, cfg)
+    elif a.method == 'l1_sparse': theirs = us_run(a.authors, theirs, task, cfg)
+    else: theirs = eiu_run(a.method, a.authors, theirs, task, cfg)
     t_theirs = time.perf_counter() - t0
     po, pt, p0 = dict(ours.named_parameters()), dict(theirs.named_parameters()), dict(f_orig.named_parameters())
     bo, bt = dict(ours.named_buffers()), dict(theirs.named_buffers())
     diff = lambda x, y: (x.double() - y.double()).abs().max().item()
     sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
-    steps = a.epochs*len(task.retain.loader(cfg.batch_size, train=True, seed=task.seed))
+    steps = 0 if a.method == 'fisher' else a.epochs*len(task.retain.loader(max(cfg.batch_size, 1), train=True, seed=task.seed))
     out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
                params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),
                buffers_max_abs_diff=max((diff(bo[n], bt[n]) for n in bo if bo[n].is_floating_point()), default=0.),

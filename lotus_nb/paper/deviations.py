@@ -328,6 +328,15 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                       alpha=(1e-4, 1e-4, 'ours: README.MD:86 leaves it open; arg_parser.py:137 (0.2) is a shared flag that collapses the '
                                          'network'),
                       no_l1_epochs=(0, 0, 'the paper\'s decay over every epoch; read by unlearn/FT.py:92, undefined in arg_parser.py')),
+    'fisher': dict(epochs=(0, 0, 'one shot: no training (SelectiveForgetting Forgetting.ipynb:1688-1693)'),
+                   batch_size=(128, 8, "ours: the Fisher pass's grouping, the same sum (theirs 1: Forgetting.ipynb:1435); ViT 8: per-sample "
+                                       "gradients"),
+                   optimizer=('sgd', 'sgd', 'ours: reported only, no optimiser'), lr=(0., 0., 'ours: reported only'),
+                   momentum=(0., 0., 'ours: reported only'), weight_decay=(0., 0., 'ours: reported only'),
+                   alpha=(1e-6, 1e-6, 'Forgetting.ipynb:1689; ViT: theirs (no ViT in their code)'),
+                   eps=(1e-8, 1e-8, 'Forgetting.ipynb:1543'), max_var=(1e3, 1e3, 'Forgetting.ipynb:1544'),
+                   max_var_head=(1e2, 1e2, 'Forgetting.ipynb:1545-1546'), scale=(10., 10., 'Forgetting.ipynb:1558-1563'),
+                   forget_var=(1e-4, 1e-4, 'Forgetting.ipynb:1555-1557 (class unlearning)')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
