@@ -1,4 +1,4 @@
-"""The probes of the deviations ledger's switches (nbs/paper/76_deviations.ipynb): for every ledger row that offers a switch, a
+"""The probes of the deviations ledger's switches (nbs/paper/90_deviations.ipynb): for every ledger row that offers a switch, a
 function that applies it and returns what the row's value or behaviour is without and with it. They run the package's
 higher modules (metrics, methods, training, the runner's resolution of a benchmark, the paper tables), so they live
 here, with the tests, and not in `lotus_nb.paper.deviations`, which holds the ledger as data: `check_switches(switch_probes())`

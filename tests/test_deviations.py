@@ -1,4 +1,4 @@
-"""The deviations ledger (nbs/paper/76_deviations.ipynb, its rows in lotus_nb/paper/deviations.csv): every registered method's defaults
+"""The deviations ledger (nbs/paper/90_deviations.ipynb, its rows in lotus_nb/paper/deviations.csv): every registered method's defaults
 recorded (a default changed without its ledger row fails here), and every switch a row offers exercised by its probe
 (tests/ledger_probes.py: the probes run the package's higher floors, so they run here, not in the chapter)"""
 import dataclasses, subprocess

@@ -14,7 +14,7 @@ import build_docs as bd
 from helpers import checkout_copy, run, script
 import import_graph   # the repository's one import scanner (tools/import_graph.py)
 
-PAGES = ['index', '37_theory', '36_lotus', '53_evaluation', '76_deviations']   # 37_theory: the figures (tau curve, histogram)
+PAGES = ['index', '37_theory', '36_lotus', '63_evaluation', '90_deviations']   # 37_theory: the figures (tau curve, histogram)
 no_chromium = pytest.mark.skipif(not Path(bd.CHROMIUM).exists(),
     reason=f"no Chromium at {bd.CHROMIUM} (Debian: apt-get install chromium, as tools/setup.sh does as root; or set CHROMIUM)")
 

@@ -15,13 +15,13 @@ import refresh_outputs as ro
 
 # The chapters that run in a few seconds each under refresh_outputs: seconds of wall time, process start included,
 # measured one at a time (OMP_NUM_THREADS=1) on the 2-core machine; two at a time they take about 1.5 minutes (3 when
-# the machine is busy). The others (index 39 s, 63_benchmark 36 s, 61_grid 32 s, 36_lotus 21 s, 02, 11, 12, 16, 17 at
+# the machine is busy). The others (index 39 s, 77_benchmark 36 s, 75_grid 32 s, 36_lotus 21 s, 02, 11, 12, 16, 17 at
 # about 15 s, 18, 21, 25 and the 01a-01h data chapters at 5-13 s) are refreshed by the same command and run by
 # nbdev_test (tests/test_notebooks.py, which skips those named here: they run here), but not compared here.
-CHEAP = {'37_theory': 20, '01_registry': 10, '10_datasets': 4, '16_splits': 8, '18_loaders': 9, '12_formats_cifar': 5, '14_mufac': 6, '15_hf_datasets': 10, '32_base': 7, '53_evaluation': 10, '54_report': 7, '56_store': 6, '57_tracking': 14,
-         '38_gold': 10, '39_finetune': 9, '42_bad_teacher': 11, '43_scrub': 11, '44_ssd': 10, '76_deviations': 5,
-         '06_catalog': 5, '62_cluster': 10, '71_paper_tables': 7, '30_gradcam': 8, '22_hashing': 8, '74_ablation_study': 10,
-         '75_published': 6}
+CHEAP = {'37_theory': 20, '01_registry': 10, '10_datasets': 4, '16_splits': 8, '18_loaders': 9, '12_formats_cifar': 5, '14_mufac': 6, '15_hf_datasets': 10, '32_base': 7, '63_evaluation': 10, '64_report': 7, '70_store': 6, '71_tracking': 14,
+         '38_gold': 10, '39_finetune': 9, '42_bad_teacher': 11, '43_scrub': 11, '44_ssd': 10, '90_deviations': 5,
+         '06_catalog': 5, '76_cluster': 10, '85_paper_tables': 7, '30_gradcam': 8, '22_hashing': 8, '88_ablation_study': 10,
+         '89_published': 6}
 
 # ---------------------------------------------------------------- the chapters' stored outputs are fresh
 
@@ -30,7 +30,7 @@ CHEAP = {'37_theory': 20, '01_registry': 10, '10_datasets': 4, '16_splits': 8, '
 # They are compared where the machine's arithmetic is the one that stored them (numerics_fingerprint), the others everywhere.
 # 30_gradcam too: its Grad-CAM figure differed in 16.6% of its pixels (by up to 11 levels of 255) on an AMD EPYC machine (AVX512)
 # whose fingerprint was the stored one, while the machines CI ran on matched the stored figure.
-MACHINE_DEPENDENT = {'37_theory', '53_evaluation', '38_gold', '39_finetune', '42_bad_teacher', '43_scrub', '44_ssd', '62_cluster', '30_gradcam'}
+MACHINE_DEPENDENT = {'37_theory', '63_evaluation', '38_gold', '39_finetune', '42_bad_teacher', '43_scrub', '44_ssd', '76_cluster', '30_gradcam'}
 
 @pytest.fixture(scope='module')
 def same_numerics() -> tuple:
@@ -63,7 +63,7 @@ def test_chapter_outputs_up_to_date(fresh, same_numerics, name):
                        f"`python tools/refresh_outputs.py {name}` (or every chapter: `python tools/refresh_outputs.py`)\n"
                        + '\n'.join(probs)[:6000])
 
-SOURCE_DEPENDENT = ['75_published']   # chapters that read the paper's .tex when $LOTUS_NB_PAPER_TEX names it
+SOURCE_DEPENDENT = ['89_published']   # chapters that read the paper's .tex when $LOTUS_NB_PAPER_TEX names it
 
 @pytest.mark.parametrize('name', SOURCE_DEPENDENT)
 def test_outputs_hold_without_the_paper_source(monkeypatch, name):

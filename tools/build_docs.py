@@ -26,7 +26,7 @@ markdown-it-py, math by MathJax: `readme_html`) and checks its images and links 
 (API reference, no outputs).
 
     python tools/build_docs.py                                   # every notebook into _site/
-    python tools/build_docs.py --pages index 36_lotus 53_evaluation # a subset
+    python tools/build_docs.py --pages index 36_lotus 63_evaluation # a subset
     python tools/build_docs.py --pages index --check --screenshots docs/screenshots
 """
 from __future__ import annotations

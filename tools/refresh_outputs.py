@@ -22,7 +22,7 @@ regenerated from it (`tools/make_readme.py`).
     python tools/refresh_outputs.py 37_theory nbs/data/22_hashing.ipynb   # these (names, file names or paths)
     python tools/refresh_outputs.py --check 37_theory         # execute, compare with the stored outputs, write nothing
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
-    python tools/refresh_outputs.py 76_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
+    python tools/refresh_outputs.py 90_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
     python tools/refresh_outputs.py experiments               # the experiments notebook by papermill, and the embedded paper's page
     python tools/refresh_outputs.py --papermill               # everything: every chapter, then the experiments notebook and the page
 
@@ -385,8 +385,8 @@ def check(paths:list, n_workers:int=2, timeout:int|None=None) -> dict:
 
 # The chapters that train a model show numbers whose last digits depend on the CPU's arithmetic (its vector
 # instructions pick the kernels), and training carries them into the first digits shown: HEAD a120f0f's outputs, stored
-# on one machine, were stale on an AMD EPYC machine in exactly 37_theory, 53_evaluation, 38_gold, 39_finetune,
-# 42_bad_teacher, 43_scrub, 44_ssd and 62_cluster, with the same code and libraries (and 30_gradcam's figure, on an AMD
+# on one machine, were stale on an AMD EPYC machine in exactly 37_theory, 63_evaluation, 38_gold, 39_finetune,
+# 42_bad_teacher, 43_scrub, 44_ssd and 76_cluster, with the same code and libraries (and 30_gradcam's figure, on an AMD
 # EPYC machine whose fingerprint below was the stored one: tests/test_outputs.py lists it with them). `numerics_fingerprint` names a
 # machine's arithmetic by a few training steps of the stand-in network; `refresh` stores it beside the chapters it
 # writes (FINGERPRINT), so that tests/test_outputs.py compares those chapters only on a machine whose arithmetic is
