@@ -259,6 +259,14 @@ def test_readme_links_resolve():
     for para in text.split('\n\n'):
         if 'github.io' in para: assert 'deploy.yaml' in para and host not in para, para
 
+def test_changelog_links_resolve():
+    "Every relative link of CHANGELOG.md leads to a file of the repository: a chapter that moves takes its links along"
+    links = readme_links((ROOT/'CHANGELOG.md').read_text(encoding='utf-8'))
+    rel = [l for l in links if not re.match(r'[a-z][a-z+.-]*:', l) and not l.startswith('#')]
+    assert len(rel) > 5, rel
+    missing = [l for l in rel if not (ROOT/l.split('#')[0]).exists()]
+    assert missing == [], f"CHANGELOG.md links to files that do not exist: {missing}"
+
 def test_readme_link_check_can_fail():
     links = readme_links('[a](nbs/methods/37_theory.ipynb) [b](nbs/nope.ipynb#x) <a href="docs/x.png"> see https://lotus-nb.github.io/lotus_nb/')
     assert links == ['nbs/methods/37_theory.ipynb', 'nbs/nope.ipynb#x', 'docs/x.png', 'https://lotus-nb.github.io/lotus_nb/']
