@@ -29,7 +29,8 @@ class PluginWarning(UserWarning):
 
 def load_plugin(ep, # an importlib.metadata.EntryPoint of one of PLUGIN_GROUPS
                ) -> bool: # True when it loaded; False (and a PluginWarning) when it failed
-    "Import the module `ep` names (which registers, in the plugin layer), or call the function it names with no arguments (unless already registered)"
+    """Import the module `ep` names (which registers, in the plugin layer), or call the function it names with no
+    arguments (unless already registered)"""
     try:
         with registering('plugin'):
             obj = ep.load()
@@ -45,7 +46,8 @@ PLUGINS = {g: [] for g in PLUGIN_GROUPS}   # group -> the names of the entry poi
 _LOAD = {'done': False, 'running': False}
 
 def load_plugins() -> dict: # PLUGINS: group -> names of the entry points that loaded
-    "Import lotus_nb's registering modules (`BUILTIN_PLUGINS`) by name, then every installed entry point of `PLUGIN_GROUPS`: once; a no-op after, and while it runs"
+    """Import lotus_nb's registering modules (`BUILTIN_PLUGINS`) by name, then every installed entry point of
+    `PLUGIN_GROUPS`: once; a no-op after, and while it runs"""
     if _LOAD['done'] or _LOAD['running']: return PLUGINS
     _LOAD['running'] = True
     try:

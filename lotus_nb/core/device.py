@@ -73,7 +73,8 @@ def autocast(device,          # where the model runs: a bfloat16 region only whe
 
 @contextlib.contextmanager
 def numerics(device): # the device a run uses; only CUDA in float32 is touched
-    "On CUDA in float32, the authors' cuDNN flags inside the block (deterministic, no autotuner, TF32 convolutions, float32 matmuls: torch 2.1's defaults, written out); the previous flags after it"
+    """On CUDA in float32, the authors' cuDNN flags inside the block (deterministic, no autotuner, TF32 convolutions,
+    float32 matmuls: torch 2.1's defaults, written out); the previous flags after it"""
     if torch.device(device).type != 'cuda' or precision_of(device) != 'fp32': yield; return
     b, keys = torch.backends, ('deterministic', 'benchmark', 'allow_tf32')
     prev = [getattr(b.cudnn, k) for k in keys] + [b.cuda.matmul.allow_tf32]

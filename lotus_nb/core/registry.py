@@ -43,7 +43,8 @@ def plugin_packages() -> frozenset: # top-level package names
 
 def layer_of(entry # a function, class or record about to be registered
             ) -> str: # one of LAYERS
-    "The layer a registration of `entry` goes to: lotus_nb's own if lotus_nb defines it; else the one `registering` set; else a plugin's if an installed plugin package defines it; else yours"
+    """The layer a registration of `entry` goes to: lotus_nb's own if lotus_nb defines it; else the one `registering`
+    set; else a plugin's if an installed plugin package defines it; else yours"""
     home = getattr(entry, '__module__', None)
     home = home if isinstance(home, str) else ''
     if home == 'lotus_nb' or home.startswith('lotus_nb.'): return 'builtin'

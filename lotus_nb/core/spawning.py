@@ -18,7 +18,8 @@ class WorkersWarning(UserWarning):
         super().__init__(msg)
 
 class _Globals(pickle.Pickler):
-    "A pickler that writes nothing and notes every class and function the pickle would name (tensors and arrays: their type only, not their data)"
+    """A pickler that writes nothing and notes every class and function the pickle would name (tensors and arrays: their
+    type only, not their data)"""
     def __init__(self):
         super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL); self.names = set()
     def reducer_override(self, obj):
@@ -29,7 +30,8 @@ class _Globals(pickle.Pickler):
 
 # %% ../../nbs/core/05_spawning.ipynb #ecfc3cc7
 def _main_defines(name:str) -> bool:
-    "Whether a process spawned from this one defines `name` at the top of its `__main__`: a script's (or `-m` module's) top-level definition; never a notebook's, `-c`'s or stdin's"
+    """Whether a process spawned from this one defines `name` at the top of its `__main__`: a script's (or `-m`
+    module's) top-level definition; never a notebook's, `-c`'s or stdin's"""
     main = sys.modules.get('__main__'); spec = getattr(main, '__spec__', None)
     path = getattr(spec, 'origin', None) or getattr(main, '__file__', None)
     if not path or not os.path.isfile(path) or hasattr(sys, 'ps1'): return False
@@ -44,7 +46,8 @@ _SPAWNABLE = weakref.WeakKeyDictionary()   # Dataset -> why spawned workers cann
 
 def unspawnable(ds, # a Dataset a DataLoader would send to its workers
                ) -> str: # why a worker started by spawn or forkserver could not load it; '' when it could
-    "Why `ds` cannot reach a spawned DataLoader worker: it cannot be pickled, or it names a class or function of `__main__` the worker does not define"
+    """Why `ds` cannot reach a spawned DataLoader worker: it cannot be pickled, or it names a class or function of
+    `__main__` the worker does not define"""
     try: return _SPAWNABLE[ds]
     except (KeyError, TypeError): pass
     p = _Globals()

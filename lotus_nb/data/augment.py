@@ -65,7 +65,8 @@ def augment_batch(x:torch.Tensor,       # B x C x H x W batch, float 0-255
                   generator:torch.Generator=None, # CPU generator of every random draw; None: the global one
                   size:int=None,         # the model's input side: a RESIZED_FIRST kind resizes to it first; the others ignore it
                  ):
-    "Training augmentation of a whole batch: random crop with padding `H//8` (zeros, or the edge pixels repeated), flips, or MUFAC's flip + affine + colour jitter"
+    """Training augmentation of a whole batch: random crop with padding `H//8` (zeros, or the edge pixels repeated),
+    flips, or MUFAC's flip + affine + colour jitter"""
     check_choice(kind, AUGMENTS, 'augmentation')
     if kind in RESIZED_FIRST: return augment_batch(resize_batch(x, size), RESIZED_FIRST[kind], generator)   # the authors' ViT order
     if kind == 'none': return x

@@ -102,7 +102,8 @@ def hash_diff_summary(pairs:dict,  # dataset label -> pair_distance_counts (the 
                       dists:dict,  # dataset label -> nearest distances (forget_retain_distances)
                       near:int=8,  # at most this many bits apart counts as a near-duplicate
                       ) -> pd.DataFrame: # one row per dataset
-    "Per dataset: the paper's all-pairs distances (mean, median) and, per forget image, the nearest retain image's (median, copies, near-duplicates)"
+    """Per dataset: the paper's all-pairs distances (mean, median) and, per forget image, the nearest retain image's
+    (median, copies, near-duplicates)"""
     rows = {}
     for k in dict.fromkeys([*pairs, *dists]):
         r = rows[k] = {}

@@ -55,7 +55,8 @@ def _columns(kinds:dict) -> str:
     return ', '.join(f"{k} ({v})" for k, v in kinds.items())
 
 def _one(found:list, named:list, role:str, kinds:dict, looked:str) -> str:
-    "The one column of `found` (else of `named`, those among them with a usual name); a ValueError naming the columns where there is not one"
+    """The one column of `found` (else of `named`, those among them with a usual name); a ValueError naming the columns
+    where there is not one"""
     if len(found) == 1: return found[0]
     if len(named) == 1: return named[0]
     cands = found if len(found) > 1 else named
@@ -67,7 +68,8 @@ def find_columns(features:dict,   # a datasets.Features: column -> feature
                  image:str=None,  # the image column; None: found by its feature
                  label:str=None,  # the label column; None: found by its feature
                 ) -> tuple:       # (image column, label column)
-    "The image and label columns: the one `Image` and the one `ClassLabel`, else the one numeric array and the integer column with a usual name"
+    """The image and label columns: the one `Image` and the one `ClassLabel`, else the one numeric array and the integer
+    column with a usual name"""
     kinds = {k: feature_kind(f) for k, f in features.items()}
     for role, name in (('image', image), ('label', label)):
         if name is not None and name not in kinds:
@@ -89,7 +91,8 @@ def find_columns(features:dict,   # a datasets.Features: column -> feature
 
 # %% ../../nbs/data/15_hf_datasets.ipynb #a1f0c00f
 class HFDataset(Dataset):
-    "A Hugging Face `datasets.Dataset` as `(x, y)` items: `x` a tensor (an `Image` as torchvision's `ToTensor` gives it, an array as stored), `y` an int64 label"
+    """A Hugging Face `datasets.Dataset` as `(x, y)` items: `x` a tensor (an `Image` as torchvision's `ToTensor` gives
+    it, an array as stored), `y` an int64 label"""
     def __init__(self,
                  ds,             # a map-style datasets.Dataset, in any format ('torch', 'numpy' or none)
                  image:str,      # its image column: an Image feature or an array of numbers
@@ -156,7 +159,8 @@ def data_files(path:str, # an arrow file of a dataset on disk
     return _FILES.setdefault(files, DataFiles(files))
 
 def _block(t) -> tuple:
-    "(DataFiles, the position of the table's first row in them) of a memory-mapped arrow table, from its replayed slices; None where a replay is not understood"
+    """(DataFiles, the position of the table's first row in them) of a memory-mapped arrow table, from its replayed
+    slices; None where a replay is not understood"""
     if type(t).__name__ != 'MemoryMappedTable' or not getattr(t, 'path', None): return None
     off = 0
     for op, args, kw in getattr(t, 'replays', None) or []:
@@ -173,7 +177,8 @@ def _tables(t) -> list:
 
 def hf_view(ds, # a map-style datasets.Dataset
            ) -> tuple: # (DataFiles, the position of each item in them); None for an in-memory table or one it does not understand
-    "Where the items of a Hugging Face dataset sit in the arrow files under it: its slices of them, then its indices mapping (`select`, `shuffle`, `train_test_split`)"
+    """Where the items of a Hugging Face dataset sit in the arrow files under it: its slices of them, then its indices
+    mapping (`select`, `shuffle`, `train_test_split`)"""
     tables = _tables(getattr(ds, '_data', None)) or []
     blocks = [_block(t) for t in tables]
     if not blocks or any(b is None or b[0] is not blocks[0][0] for b in blocks): return None

@@ -61,7 +61,8 @@ def rehearsal_caps() -> dict: # batches: each pass's cap (0: none); max_batch: e
 @contextlib.contextmanager
 def rehearsal(batches:int,     # batches per pass of every loader made inside the block; 0: the real run (no cap)
               max_batch:int=None): # a CPU rehearsal's cap on every batch's size; None: the real batch sizes
-    "Inside the block, every loader made (training, unlearning, evaluation) yields at most `batches` batches of its real size (or `max_batch`) per pass"
+    """Inside the block, every loader made (training, unlearning, evaluation) yields at most `batches` batches of its
+    real size (or `max_batch`) per pass"""
     if isinstance(batches, bool) or not isinstance(batches, int) or batches < 0:
         raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {batches!r}")
     if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1 or not batches):
@@ -95,7 +96,8 @@ class Batches:
         self.limit = caps['batches'] or None   # a rehearsal's cap on the batches of each pass, fixed when the loader is made
     def __len__(self): return math.ceil((self.n if self.limit is None else min(self.n, self.limit*self.batch_size))/self.batch_size)
     def order(self) -> torch.Tensor:
-        "This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal, `limit` batches' worth of it"
+        """This pass's order of the items: a seeded permutation when shuffling, else 0, 1, 2, ...; in a rehearsal,
+        `limit` batches' worth of it"""
         o = torch.randperm(self.n, generator=self.gen) if self.shuffle else torch.arange(self.n)
         if self.limit is None or self.limit*self.batch_size >= self.n: return o
         # in order: items spread evenly over the split (a split in class order keeps its classes), else the permutation's first
@@ -120,7 +122,8 @@ class Batches:
 # %% ../../nbs/data/18_loaders.ipynb #5ff4f971
 @dataclass(eq=False)
 class Split:
-    "A set of labelled items: positions `idx` into a `source`, and how its batches are prepared; `subset` and `+` change only `idx` where they can"
+    """A set of labelled items: positions `idx` into a `source`, and how its batches are prepared; `subset` and `+`
+    change only `idx` where they can"""
     source: object        # where the items are and how a batch of them is read: Tensors, Files or Items
     idx: np.ndarray       # positions of this split's items in the source
     augment: str = 'none' # augment_batch kind of training batches of pixels (evaluation batches: none)
@@ -210,7 +213,8 @@ class Tensors:
         if self.x.device == torch.device(device) and self.y.device == torch.device(device): return self
         return dataclasses.replace(self, x=self.x.to(device, non_blocking=True), y=self.y.to(device, non_blocking=True))
     def join(self, idx, other, oidx):
-        "The rows `idx` of these tensors, then `oidx` of `other`'s, as one source made once; None unless `other` holds tensors of the same kind"
+        """The rows `idx` of these tensors, then `oidx` of `other`'s, as one source made once; None unless `other` holds
+        tensors of the same kind"""
         if not isinstance(other, Tensors) or other.pixels != self.pixels: return None
         take = lambda s, p, t: t[torch.as_tensor(np.asarray(p), device=t.device)].to(self.x.device)
         x, y = torch.cat([take(self, idx, self.x), take(other, oidx, other.x)]), torch.cat([take(self, idx, self.y), take(other, oidx, other.y)])
@@ -223,7 +227,8 @@ def one_pass(batches,    # a loader, list or iterator of batches
              total=None, # the bar's length; None: len(batches) where it has one
              **kw,       # tqdm's other options: desc, disable, leave
             ):
-    "A progress bar over one pass of `batches`: `tqdm.auto` calls `iter()` on what it wraps and iterates it again (two iterators of a `DataLoader`); handed one iterator, it makes no other"
+    """A progress bar over one pass of `batches`: `tqdm.auto` calls `iter()` on what it wraps and iterates it again (two
+    iterators of a `DataLoader`); handed one iterator, it makes no other"""
     from tqdm.auto import tqdm
     if total is None: total = len(batches) if hasattr(batches, '__len__') else None
     return tqdm(iter(batches), total=total, **kw)

@@ -18,7 +18,8 @@ __all__ = ['base_of', 'read_into_memory', 'memory_of']
 # %% ../../nbs/data/19_memory_cache.ipynb #c336899f
 def base_of(ds, # a map-style Dataset: a Subset, a ConcatDataset, one with view_of(), or any other
            ) -> tuple: # (the Dataset its items come from, their positions there)
-    "(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, or what its `view_of()` names, the positions of `ds`'s items in it)"
+    """(the Dataset under `ds`'s `Subset`s and `ConcatDataset`s of parts of one dataset, or what its `view_of()` names,
+    the positions of `ds`'s items in it)"""
     if isinstance(ds, Subset):
         base, pos = base_of(ds.dataset); return base, pos[np.asarray(ds.indices, dtype=np.int64)]
     if isinstance(ds, ConcatDataset) and ds.datasets:
@@ -28,7 +29,8 @@ def base_of(ds, # a map-style Dataset: a Subset, a ConcatDataset, one with view_
     return ds, np.arange(len(ds))
 
 def _origin(ds) -> tuple:
-    "(a weak reference to the Dataset under `ds`'s Subsets, the positions of `ds`'s items in it): where a read's rows came from; None where it cannot be referenced"
+    """(a weak reference to the Dataset under `ds`'s Subsets, the positions of `ds`'s items in it): where a read's rows
+    came from; None where it cannot be referenced"""
     base, pos = base_of(ds)
     try: return weakref.ref(base), pos
     except TypeError: return None
@@ -60,7 +62,8 @@ def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items w
               mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
               read:bool=True,       # False: only an earlier read (None when there is none)
              ) -> Split:            # over Tensors; or None when it does not fit the budget
-    "`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length, transform or first item changed"
+    """`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length,
+    transform or first item changed"""
     view = FixedDraws(ds) if mode == 'fixed' else ds
     key = (len(ds), repr(getattr(ds, 'transform', None)))
     try: hits = _READ.setdefault(ds, {})

@@ -63,7 +63,9 @@ def _digests(owner,      # what the items belong to: a tensor, an ImageFiles, a 
 # %% ../../nbs/data/21_set_checks.ipynb #11c4ec24
 def item_digests(s, # a split
                 ) -> tuple: # (kind, one 16-byte digest per item); None where the items are not at hand without reading the data again
-    "What each item of a split is, as a digest comparable between splits of one `kind`: 'items <dtype> <shape>' (the input tensor and label), 'files' (the image file and label), 'raw <class>' (a torchvision dataset's stored image and label)"
+    """What each item of a split is, as a digest comparable between splits of one `kind`: 'items <dtype> <shape>' (the
+    input tensor and label), 'files' (the image file and label), 'raw <class>' (a torchvision dataset's stored image and
+    label)"""
     src = s.source
     if isinstance(src, Tensors):
         kind = f"items {str(src.x.dtype).removeprefix('torch.')} {tuple(src.x.shape[1:])}"   # inputs of another dtype or shape are other items
@@ -100,7 +102,8 @@ def _why(a, b):
 def check_disjoint(sets:dict,           # name -> split (as as_splits returns them) or None; forget, retain, unseen and test are checked
                    dup_tol:float=0.01,  # equal items (by content) up to this share of the smaller set are warned about (SetsWarning), not refused
                   ) -> dict:            # 'a/b' -> how the pair was checked: 'index', 'content' or 'unchecked'
-    "Refuse sets that share items, naming the two sets and how many items they share: by index where both are views of one dataset, else by content"
+    """Refuse sets that share items, naming the two sets and how many items they share: by index where both are views of
+    one dataset, else by content"""
     names = [k for k in CHECKED_SETS if sets.get(k) is not None]; how = {}
     for i, a in enumerate(names):
         for b in names[i+1:]:

@@ -26,7 +26,8 @@ def per_class_sample(y,        # labels, one per item
 # %% ../../nbs/data/16_splits.ipynb #6faa08f6
 @dataclass
 class Splits:
-    "Indices of the paper's sets: `forget`, `retain`, `retain_sub` into the training split; `unseen` ($D_u$) and `test` into the held-out split"
+    """Indices of the paper's sets: `forget`, `retain`, `retain_sub` into the training split; `unseen` ($D_u$) and
+    `test` into the held-out split"""
     forget: np.ndarray      # training-split positions of the forget set $D_f$
     retain: np.ndarray      # every other training position: the retain set $D_r$
     retain_sub: np.ndarray  # the seeded retain_pct subset of retain that LoTUS and Bad Teacher see (unstratified, as UnlearnTask draws it by default)
@@ -189,7 +190,8 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
                       heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut for the seed
                       heldout_cut:str='stratified', # the reported benchmark's held-out cut (HELDOUT_CUTS): its test sets kept out
                      ) -> Splits:
-    "A forget set of the reported size per class outside every forget set of `exclude_seeds`, unseen and test sets outside all their test sets"
+    """A forget set of the reported size per class outside every forget set of `exclude_seeds`, unseen and test sets
+    outside all their test sets"""
     seed = check_seed(seed); exclude = [check_seed(s) for s in exclude_seeds]
     check_choice(heldout, ('unreported', 'paper'), 'held-out rule')
     if forget_class is not None: raise ValueError("the validation rule draws instance forget sets: a class has only one forget set")

@@ -22,7 +22,8 @@ __all__ = ['dataset_tensors', 'dataset_labels', 'Items', 'user_dataset', 'as_spl
 # %% ../../nbs/data/20_user_data.ipynb #a8a4e6d7
 def dataset_tensors(ds # a map-style Dataset
                    ) -> tuple: # (x, y, idx): the dataset's items are (x[idx[i]], y[idx[i]]); None when they are not rows of tensors
-    "The tensors under a `TensorDataset`, or a `Subset`, `random_split` or `ConcatDataset` over such (parts of one dataset share its tensors)"
+    """The tensors under a `TensorDataset`, or a `Subset`, `random_split` or `ConcatDataset` over such (parts of one
+    dataset share its tensors)"""
     if isinstance(ds, TensorDataset) and len(ds.tensors) >= 2: return ds.tensors[0], ds.tensors[1], np.arange(len(ds))
     if isinstance(ds, Subset):
         t = dataset_tensors(ds.dataset)
@@ -39,7 +40,8 @@ def dataset_tensors(ds # a map-style Dataset
 def dataset_labels(ds,             # a map-style Dataset of (x, y, ...) items
                    read:bool=True, # False: None where the labels could only be had by reading every item
                   ) -> torch.Tensor: # every item's label, in order (CPU, int64)
-    "Labels of `ds`, from its label tensor, `targets`, a Subset's indices or a ConcatDataset's parts where it has them; else read item by item"
+    """Labels of `ds`, from its label tensor, `targets`, a Subset's indices or a ConcatDataset's parts where it has
+    them; else read item by item"""
     if (t := dataset_tensors(ds)) is not None: return t[1][torch.as_tensor(t[2])].long().cpu()
     if isinstance(ds, Subset):
         lab = dataset_labels(ds.dataset, read)
@@ -53,7 +55,8 @@ def dataset_labels(ds,             # a map-style Dataset of (x, y, ...) items
 # %% ../../nbs/data/20_user_data.ipynb #ab6e5a33
 @dataclass(eq=False)
 class Items:
-    "A source of a practitioner's map-style `Dataset` of `(x, y)` items, read by `DataLoader` workers; a random one is evaluated on one fixed draw per item"
+    """A source of a practitioner's map-style `Dataset` of `(x, y)` items, read by `DataLoader` workers; a random one is
+    evaluated on one fixed draw per item"""
     dataset: Dataset       # map-style, (x, y) items already transformed
     num_workers: int = 0   # DataLoader workers of its reads
     random: bool = False   # its transform is random: evaluation passes read FixedDraws, held in memory when they fit budget_gb
@@ -76,7 +79,8 @@ class Items:
              device,     # unused: batches come pinned to the CPU, and the loops move them
              train,      # False: an evaluation pass, of one fixed draw per item where the transform is random
             ):
-        "`(x, y)` batches of the items `items`, in that order, read by a `DataLoader` (workers, pinned memory where CUDA is present, prefetching)"
+        """`(x, y)` batches of the items `items`, in that order, read by a `DataLoader` (workers, pinned memory where
+        CUDA is present, prefetching)"""
         ds = self.dataset
         if self.random and not train:      # evaluation: every pass, every model sees the same draw of each item
             if (m := memory_of(ds, self.budget_gb, self.progress, self.num_workers, 'fixed')) is not None:
@@ -87,7 +91,8 @@ class Items:
                         pin_memory=torch.cuda.is_available(), prefetch_factor=4 if nw else None, generator=quiet_generator())
         for b in dl: yield b[0], b[1]
     def join(self, idx, other, oidx):
-        "The items `idx` of this dataset, then `oidx` of `other`'s, as one `ConcatDataset` (random when either is); None unless `other` is a Dataset too"
+        """The items `idx` of this dataset, then `oidx` of `other`'s, as one `ConcatDataset` (random when either is);
+        None unless `other` is a Dataset too"""
         if not isinstance(other, Items): return None
         part = lambda s, p: s.dataset if np.array_equal(p, np.arange(len(s.dataset))) else Subset(s.dataset, np.asarray(p).tolist())
         return dataclasses.replace(self, dataset=ConcatDataset([part(self, idx), part(other, oidx)]), random=self.random or other.random)

@@ -54,7 +54,8 @@ class UnlearnTask:
         if self.check_sets: check_disjoint(dict(forget=self.forget, retain=self.retain, unseen=self.unseen))
     def on(self, device, # where the model is
           ):
-        "A copy of the task whose splits held in memory (a user's TensorDatasets, our images) are on `device`, moved once (a no-op where they are)"
+        """A copy of the task whose splits held in memory (a user's TensorDatasets, our images) are on `device`, moved
+        once (a no-op where they are)"""
         mv = lambda s: None if s is None else s.to(device)
         return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub),
                                    check_sets=False)   # the same sets, checked already (and a device's tensors are not hashed again)
@@ -111,7 +112,8 @@ def register_method(name:str,                 # the name users pass to unlearn
                     paper:bool=False,         # one of the paper's columns (tab:avg_gap and the tables like it); False: ours, or a plugin's
                     kinds:tuple=KINDS,        # the kinds of unlearning it supports ('instance', 'class'); unlearn and the grid refuse the others
                     default_run:bool=True):   # run by a benchmark whose methods are None (False: only when named)
-    "Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display name, role, order, whether the paper compares it, the kinds it supports and whether a default run runs it"
+    """Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display
+    name, role, order, whether the paper compares it, the kinds it supports and whether a default run runs it"""
     check_choice(role, ROLES, 'role')
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     if not kinds: raise ValueError(f"{name!r} supports no kind of unlearning: kinds must name one of {KINDS}")
@@ -156,7 +158,8 @@ def check_method(name:str, # the method name to check
 def new_field_names(cls:type,      # a config class (a MethodConfig)
                     overrides:dict, # field -> value, as a user passed them
                    ) -> dict:       # the same, each renamed field under its name now
-    "`overrides` with each field `cls` has renamed (its `renamed`, where it has one) under its name now, and a `DeprecationWarning` for the old one"
+    """`overrides` with each field `cls` has renamed (its `renamed`, where it has one) under its name now, and a
+    `DeprecationWarning` for the old one"""
     out = {}
     for k, v in overrides.items():
         new = getattr(cls, 'renamed', {}).get(k)
@@ -168,7 +171,8 @@ def new_field_names(cls:type,      # a config class (a MethodConfig)
 
 def config_identity(cfg, # a method's config (a MethodConfig)
                    ) -> dict: # its fields and values, a renamed field under its old name
-    "`cfg` as a dict with the field names rows were first stored under: what a run's setup hash reads, so that renaming a field changes no row's identity"
+    """`cfg` as a dict with the field names rows were first stored under: what a run's setup hash reads, so that
+    renaming a field changes no row's identity"""
     old = {new: o for o, new in getattr(type(cfg), 'renamed', {}).items()}
     return {old.get(k, k): v for k, v in dataclasses.asdict(cfg).items()}
 
@@ -230,7 +234,8 @@ def unlearn(name:str,              # a registered method (see list_methods())
             progress:bool=True,    # show a progress bar
             **overrides,           # config fields to override (on cfg too, when it is given)
            ) -> Unlearned:         # the method's result; record gains time_min, method and config
-    "Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the whole call, `record['steps']` its optimiser steps"
+    """Unlearn `task.forget` from `original` with method `name`; `record['time_min']` is the wall-clock time of the
+    whole call, `record['steps']` its optimiser steps"""
     f = METHODS[check_method(name)]
     if task.check_sets: check_model_fits(original, dict(forget=task.forget, retain=task.retain, unseen=task.unseen), task.num_classes)
     kind = check_kind(name, 'instance' if task.forget_class is None else 'class')

@@ -26,7 +26,8 @@ def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits
               augment:str=None,      # training augmentation, e.g. 'none'; None: the dataset's own
               forget_class:int=None, # class unlearning: the forget set is this whole class (forget_pct is then unused); None: instance
              ) -> tuple:             # (f_orig in eval mode, dict of splits, UnlearnTask)
-    "A small trained $f_{orig}$ (eval mode), its splits and its `UnlearnTask` (of instance unlearning, or of `forget_class`), for examples and tests"
+    """A small trained $f_{orig}$ (eval mode), its splits and its `UnlearnTask` (of instance unlearning, or of
+    `forget_class`), for examples and tests"""
     d = load_dataset(dataset, train_size=train_size, img_size=img_size)
     if augment is not None: d.augment = augment
     ts = device_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed, forget_class=forget_class))

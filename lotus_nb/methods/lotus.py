@@ -169,7 +169,8 @@ def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain 
                   check_sets:bool=True,  # refuse overlapping sets and a model that cannot take them, warn of a forget set not memorised; False: unchecked
                   **hyper,               # LotusConfig fields to override, e.g. alpha=4, epochs=5
                  ):
-    "Unlearn `forget` from `model` with LoTUS, after checking the sets (and, in instance unlearning, that the model memorised `forget`); returns `(model, record)`"
+    """Unlearn `forget` from `model` with LoTUS, after checking the sets (and, in instance unlearning, that the model
+    memorised `forget`); returns `(model, record)`"""
     task = UnlearnTask(forget, retain, unseen, retain_pct=retain_pct, seed=seed, forget_class=forget_class, check_sets=check_sets)
     if check_sets:
         check_model_fits(model, dict(forget=task.forget, retain=task.retain, unseen=task.unseen))   # before the pass below reads the sets

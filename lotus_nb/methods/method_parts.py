@@ -52,7 +52,8 @@ def with_tags(first,           # a split whose samples get the tag True (LoTUS's
     return both.loader(batch_size, train=False, seed=seed, tags=tags, augment=True, **kw)   # a new draw each pass
 
 class OutputCache:
-    "A frozen network's output for each item of an unaugmented split (`Split.unaugmented`): kept from a batch of the loader's size, read back after"
+    """A frozen network's output for each item of an unaugmented split (`Split.unaugmented`): kept from a batch of the
+    loader's size, read back after"""
     def __init__(self,
                  model:nn.Module, # frozen, in eval mode: what it outputs for an input is a function of that input and the batch's size
                  n:int,           # the number of items, positions 0 to n - 1

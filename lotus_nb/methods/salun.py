@@ -48,7 +48,8 @@ def with_saliency(method,              # unlearning function f(original, task, c
                   cfg,                 # method's config, with mask_fraction, mask_images and batch_size
                   progress:bool=True,  # passed on to method
                  ) -> Unlearned:       # method's result, with mask_kept and mask_size added to its record
-    "Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the mask's size goes in the record"
+    """Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the
+    mask's size goes in the record"""
     # the augmented draw is seeded apart from the method's own first forget pass (task.seed), as theirs is an earlier pass of that loader
     mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size, cfg.mask_images, seed=task.seed + 1)
     out = method(original, task, cfg, progress, grad_hook=mask_grads(mask))

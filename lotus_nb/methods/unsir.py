@@ -41,7 +41,8 @@ def error_maximizing_noise(model:nn.Module,      # the model being unlearned; it
                            lr:float=0.01,         # Adam's learning rate on the noise
                            mode:str='train',      # 'train': BatchNorm on batch statistics, updating its running ones (unsir_class.py:149-161); 'eval': neither
                           ) -> tuple:             # (noise shaped like x_forget, Adam steps actually taken)
-    "Noise shaped like `x_forget` after `steps` Adam steps on $-\\mathrm{MSE}(f(noise), f(x_f))$, clamped to `[lo, hi]`; returns `(noise, steps_taken)`"
+    """Noise shaped like `x_forget` after `steps` Adam steps on $-\\mathrm{MSE}(f(noise), f(x_f))$, clamped to
+    `[lo, hi]`; returns `(noise, steps_taken)`"""
     dev, was_training = x_forget.device, model.training
     model.train(check_choice(mode, ('train', 'eval'), 'noise mode') == 'train')
     with torch.no_grad(), autocast(dev): target = model(x_forget).float()
@@ -68,7 +69,8 @@ def impair_epoch(model:nn.Module,             # the model being unlearned; train
                  noise_mode:str='train',      # the model's mode while the noise is optimised: 'train' or 'eval'
                  full:int=None,               # skip a pair unless both batches hold that many images (unsir_class.py:136-140); None: cut to the common size
                 ) -> dict:                    # loss: mean impair loss; noise_steps: steps taken for each pair
-    "One impair pass: per pair, error-maximising noise, then one step on $CE(f(noise), y_r) + CE(f(x_r), y_r)$; returns the mean loss and the noise steps of each pair"
+    """One impair pass: per pair, error-maximising noise, then one step on $CE(f(noise), y_r) + CE(f(x_r), y_r)$;
+    returns the mean loss and the noise steps of each pair"""
     dev = model_device(model); total, steps = torch.zeros((), device=dev), []
     for (xr, yr, *_), (xf, *_) in zip(retain_batches, forget_batches):
         if full is not None and not len(xr) == len(xf) == full: continue   # the authors' rule: both batches full

@@ -108,7 +108,8 @@ def rbf_decision(clf,              # a fitted binary scikit-learn SVC with an RB
                  X:np.ndarray,     # N x d samples
                  chunk:int=1024,   # samples per kernel block (a block holds chunk x n_support float64)
                 ) -> np.ndarray:   # N decision values: > 0 is clf.classes_[1]
-    "`clf.decision_function(X)` in float64 array products, the kernel as libsvm computes it ($\\|x\\|^2 + \\|s\\|^2 - 2 x \\cdot s$); libsvm scores one sample at a time"
+    """`clf.decision_function(X)` in float64 array products, the kernel as libsvm computes it
+    ($\\|x\\|^2 + \\|s\\|^2 - 2 x \\cdot s$); libsvm scores one sample at a time"""
     sv, coef = clf.support_vectors_, clf.dual_coef_[0]
     X, sn, out = np.ascontiguousarray(X, dtype=np.float64), np.einsum('kj,kj->k', sv, sv), []
     for i in range(0, len(X), chunk):   # numpy's einsum: one thread, no BLAS pool (see below)
@@ -132,7 +133,8 @@ def js_authors(p:torch.Tensor,   # N x K probability rows
                q:torch.Tensor,   # N x K probability rows
                eps:float=1e-8,   # the floor of every raw probability
               ) -> float:
-    "The authors' `JSDiv` (helpers/eval.py:36-62): float32, clamp to [eps, 1], each matrix over its global sum, 0.5 (KL(m||p) + KL(m||q)) summed, over N"
+    """The authors' `JSDiv` (helpers/eval.py:36-62): float32, clamp to [eps, 1], each matrix over its global sum, 0.5
+    (KL(m||p) + KL(m||q)) summed, over N"""
     p, q = (torch.as_tensor(t).float().clamp(eps, 1.) for t in (p, q))
     p, q = p/p.sum(), q/q.sum(); m = (p + q)/2
     kl = lambda a: (m*(m.log() - a.log())).sum()       # F.kl_div(a.log(), m, reduction='sum'); m > 0 after the clamp
@@ -257,7 +259,8 @@ def register_metric(name:str,              # its key in evaluate's result and it
                     higher_better:bool=False, # the largest value ranks first in the tables
                     **facts,               # the record's other fields (metric_facts.Metric): tables (default: extra), source, ...
                    ):
-    "Register an extra metric that `evaluate` computes from its one pass per split, beside the built-ins (`add_metric`); returns `fn` (or a decorator)"
+    """Register an extra metric that `evaluate` computes from its one pass per split, beside the built-ins
+    (`add_metric`); returns `fn` (or a decorator)"""
     if fn is None: return lambda f: register_metric(name, f, needs, label, scale, digits, higher_better, **facts)
     if name == 'entropies': raise ValueError("'entropies' is a key of evaluate's result (return_entropies), not a metric name")
     for k in needs: check_choice(k, (*SPLITS, *(f.name for f in dataclasses.fields(Reference) if f.name != 'augmented')), 'need')
@@ -338,7 +341,8 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              augment_seed:int=0,         # seeds that one draw, shared by every metric (and by ref's f_gold outputs)
              mia_mode:str='eval',        # the entropy MIA's passes (MIA_MODES): 'eval'; 'authors': first, train mode, one image each
             ) -> dict:
-    "The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_authors` (need gold), RF-JSD and `rf_jsd_authors` (need orig), ZRF (needs rand), and the registered ones"
+    """The paper's metrics of `model`: accuracies, MIAs (entropy, loss, SVC), JSD and `jsd_authors` (need gold), RF-JSD
+    and `rf_jsd_authors` (need orig), ZRF (needs rand), and the registered ones"""
     if mia_nonmember is None: mia_nonmember = 'test' if unseen is None else 'test+unseen'
     check_choice(mia_nonmember, MIA_NONMEMBERS, 'MIA non-member set'); check_choice(mia_mode, MIA_MODES, 'MIA mode')
     if unseen is None and 'unseen' in mia_nonmember.split('+'):

@@ -174,7 +174,8 @@ def aggregate_authors(results:pd.DataFrame, # rows of one benchmark: one per (me
                     keys=GAP_KEYS,         # the metrics whose gaps to Gold make Avg Gap
                     rounding:dict=None,    # as_logged's: None, the authors' (the MIA by numpy)
                    ) -> pd.DataFrame: # per method (paper order): <metric>, <metric>_std, gap_<key>, avg_gap, seeds
-    "The authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the logged values, JSD x1e4, round(2); gaps of the rounded means; Avg Gap round(4)"
+    """The authors' aggregation (results.ipynb cell 0): mean and std (ddof=1) over seeds of the logged values, JSD x1e4,
+    round(2); gaps of the rounded means; Avg Gap round(4)"""
     if not len(results): return pd.DataFrame(columns=['avg_gap', 'seeds'])
     df = as_logged(results, rounding=rounding)
     cols = [c for c in logged_digits() if c in df and df[c].notna().any()]
@@ -265,7 +266,8 @@ def certainty(results:pd.DataFrame,  # rows of one benchmark, Gold's included (o
               methods=None,          # the table's methods (registry names): only these are ranked; None: paper_methods()
               rows:dict=None         # {row label: aggregate_authors column}; None: the 'certain' table's (CERTAIN_ROWS and the plugins')
              ) -> pd.DataFrame:
-    "For each ranked row: the best and the second method, second - best on each seed (the table's computation, per seed), and in how many seeds the order holds"
+    """For each ranked row: the best and the second method, second - best on each seed (the table's computation, per
+    seed), and in how many seeds the order holds"""
     methods = paper_methods() if methods is None else methods
     agg, out = _authors_agg(results, methods), {}
     for label, col in (rows or ranked_columns(table_columns('certain'))).items():
@@ -307,7 +309,8 @@ NO_CHANGE = 0.005   # a row whose forget accuracy is within this of the Original
 def no_change(results:pd.DataFrame, # rows of one benchmark, the Original's included (one per seed)
               tol:float=NO_CHANGE,  # the largest |change| in forget accuracy that counts as none
              ) -> pd.Series: # one boolean per row (results' index): True where an unlearning method's row did not move
-    "Whether each unlearning method's row left the forget accuracy within `tol` of the Original's on its seed (False for the references, and where no Original row exists)"
+    """Whether each unlearning method's row left the forget accuracy within `tol` of the Original's on its seed (False
+    for the references, and where no Original row exists)"""
     orig = results[results.method == role_method('original')].groupby('seed').acc_forget.first()
     base = results.seed.map(orig)
     return ((results.acc_forget - base).abs() <= tol + 1e-12) & base.notna() & ~results.method.map(is_reference)
@@ -315,7 +318,8 @@ def no_change(results:pd.DataFrame, # rows of one benchmark, the Original's incl
 def moved_table(results:pd.DataFrame, # rows of one benchmark, the Original's included
                 tol:float=NO_CHANGE,  # as in no_change
                ) -> pd.DataFrame: # one row per unlearning method (display names), in the paper's column order
-    "Per unlearning method: forget accuracy (mean ± std) and the Original's, the mean change, its optimiser steps and its paper's (where recorded), and 'no change' in the seeds whose rows did not move"
+    """Per unlearning method: forget accuracy (mean ± std) and the Original's, the mean change, its optimiser steps and
+    its paper's (where recorded), and 'no change' in the seeds whose rows did not move"""
     if role_method('original') not in set(results.method): return pd.DataFrame()
     r = results.assign(_still=no_change(results, tol), _orig=results.seed.map(results[results.method == role_method('original')].groupby('seed').acc_forget.first()))
     out = {}

@@ -85,7 +85,8 @@ def resolve_model(model:str,   # a registered model name, or 'auto'
 
 # %% ../../nbs/models/25_architectures.ipynb #5a1e0c01
 class IdentityConvBlock(nn.Module):
-    "The authors' `BasicBlock`: two 3x3 convolutions with batch norm, plus a 1x1 convolution of the input (no batch norm) on the identity path of every block"
+    """The authors' `BasicBlock`: two 3x3 convolutions with batch norm, plus a 1x1 convolution of the input (no batch
+    norm) on the identity path of every block"""
     def __init__(self,
                  in_planes:int,  # input channels
                  planes:int,     # output channels
@@ -185,7 +186,8 @@ def resnet18_tv(num_classes,      # size of the classification head
                 in_chans=3,       # image channels
                 img_size=32,      # unused: the network takes any image size
                 pretrained=False): # True: torchvision's ImageNet weights (stem and head excepted); or a local file of them
-    "Our earlier ResNet18: torchvision's, with the CIFAR stem and no max-pool; `pretrained` loads its ImageNet weights (stem and head excepted)"
+    """Our earlier ResNet18: torchvision's, with the CIFAR stem and no max-pool; `pretrained` loads its ImageNet weights
+    (stem and head excepted)"""
     w = torchvision.models.ResNet18_Weights.IMAGENET1K_V1
     weights = None if not pretrained else hub_state_dict(w.url, f'torchvision {w}') if pretrained is True else read_state_dict(pretrained)
     return CifarResNet(num_classes, in_chans, 64, init='torchvision', weights=weights)
@@ -264,7 +266,8 @@ def missing_weights(what:str,   # which weights, as the message names them
 def hub_state_dict(url:str,  # torch hub's URL of the weights; its file name carries its SHA-256 prefix, as torchvision's do
                    what:str, # the weights, as errors name them
                   ) -> dict:
-    "Weights from torch hub's cache, downloaded when missing and the network allows: the file's SHA-256 checked against its name, read weights-only"
+    """Weights from torch hub's cache, downloaded when missing and the network allows: the file's SHA-256 checked
+    against its name, read weights-only"""
     name = Path(urlparse(url).path).name
     if (m := torch.hub.HASH_REGEX.search(name)) is None: raise ValueError(f"{url}: no SHA-256 prefix in the file name to check it against")
     cached = Path(torch.hub.get_dir())/'checkpoints'/name
@@ -320,7 +323,8 @@ def timm_vit(variant:str,    # a timm model name, e.g. VIT_B_16_TIMM
 
 def authors_vit(model:nn.Module, # a timm ViT (changed in place)
                ) -> nn.Module:   # the same model
-    "The authors' ViT head and LayerNorms (helpers/models.py:175-176, transformers 4.35.2): every LayerNorm's eps 1e-12 (HF's ViTConfig), and a new nn.Linear head at PyTorch's default initialisation"
+    """The authors' ViT head and LayerNorms (helpers/models.py:175-176, transformers 4.35.2): every LayerNorm's eps
+    1e-12 (HF's ViTConfig), and a new nn.Linear head at PyTorch's default initialisation"""
     for m in model.modules():
         if isinstance(m, nn.LayerNorm): m.eps = 1e-12   # timm's LayerNorm reads self.eps in its forward
     # kaiming-uniform weight, uniform bias: what nn.Linear(hidden, num_classes) starts with
@@ -331,7 +335,8 @@ def vit_b_16(num_classes,      # size of the new classification head
              in_chans=3,       # image channels
              img_size=224,     # image side in pixels (the paper fine-tunes at 224)
              pretrained=True): # True (cache or download), False, or a local weights file
-    "ViT-B/16 as the authors ran it: Google's ImageNet-21k/1k weights (timm's copy), LayerNorm eps 1e-12 and a new head at PyTorch's default init, to fine-tune at 224 px"
+    """ViT-B/16 as the authors ran it: Google's ImageNet-21k/1k weights (timm's copy), LayerNorm eps 1e-12 and a new
+    head at PyTorch's default init, to fine-tune at 224 px"""
     return authors_vit(timm_vit(VIT_B_16_TIMM, num_classes, in_chans, img_size, pretrained))
 
 @register_model('vit_b_16_timm', 'vit', input_size=224, pretrained=True, label='ViT-timm')
@@ -372,7 +377,8 @@ def vit_b_16_imagenet(num_classes=1000, # must be 1000: ImageNet-1k's classes
 def _rebuilt(model:nn.Module, # a model create_model made (left untouched)
              **changes,       # create_model arguments in place of the ones it was made with, e.g. pretrained=False
             ) -> nn.Module:   # a copy of `model` holding the rebuilt model's tensors; None if `model` was not made by create_model
-    "`model` rebuilt through the registry as it was created (with `changes`), its tensors loaded into a copy of `model` (device, dtype, modes kept)"
+    """`model` rebuilt through the registry as it was created (with `changes`), its tensors loaded into a copy of
+    `model` (device, dtype, modes kept)"""
     if (spec := built_as(model)) is None: return None
     spec = {**spec, **changes}
     fresh = create_model(**spec)
@@ -384,7 +390,8 @@ def _rebuilt(model:nn.Module, # a model create_model made (left untouched)
 
 def redraw(model:nn.Module, # changed in place
           ) -> nn.Module:   # the same model
-    "Re-draw every parameter of `model`: `reset_parameters()` or `_reset_parameters()` of each module, `init_weights()`, and trunc-normal(0.02) for a parameter none of them drew"
+    """Re-draw every parameter of `model`: `reset_parameters()` or `_reset_parameters()` of each module,
+    `init_weights()`, and trunc-normal(0.02) for a parameter none of them drew"""
     drawn = set()
     for mod in model.modules():
         reset = getattr(mod, 'reset_parameters', None) or getattr(mod, '_reset_parameters', None)
@@ -399,7 +406,8 @@ def redraw(model:nn.Module, # changed in place
 def reinit_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
                 seed:int=0,      # seed of the re-initialisation (the global RNG is left as it was)
                 ) -> nn.Module:  # same architecture, fresh random weights
-    "A random network of `model`'s architecture (seeded): rebuilt through the registry with `pretrained=False`, else every parameter re-drawn"
+    """A random network of `model`'s architecture (seeded): rebuilt through the registry with `pretrained=False`, else
+    every parameter re-drawn"""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return _rebuilt(model, pretrained=False) or redraw(copy.deepcopy(model))
@@ -407,7 +415,8 @@ def reinit_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
 def start_copy(model:nn.Module, # any model, e.g. f_orig; left untouched
                seed:int=0,      # seed of the new head (or of the whole network when it is reinit_copy's)
               ) -> nn.Module:   # same architecture: the weights the model was trained from, a new head
-    "The network `model` was trained from, drawn afresh: rebuilt with its pretrained weights and a new head when it was fine-tuned from them, else `reinit_copy`"
+    """The network `model` was trained from, drawn afresh: rebuilt with its pretrained weights and a new head when it
+    was fine-tuned from them, else `reinit_copy`"""
     spec = built_as(model)
     if spec is None or spec['pretrained'] is False or MODELS[spec['name']].pretrained_head: return reinit_copy(model, seed)
     with torch.random.fork_rng(devices=[]):

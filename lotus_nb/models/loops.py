@@ -91,7 +91,8 @@ def new_optimizer(kind:str, # 'sgd', 'adam' or 'adamw'
 
 def set_lr(opt:torch.optim.Optimizer, # its every param group gets the new rate
            lr:float):                 # the learning rate
-    "Set the learning rate of every param group of `opt`; a tensor rate (the fast path on CUDA) is filled in place, so a captured step reads it"
+    """Set the learning rate of every param group of `opt`; a tensor rate (the fast path on CUDA) is filled in place, so
+    a captured step reads it"""
     for g in opt.param_groups:
         if torch.is_tensor(g['lr']): g['lr'].fill_(lr)
         else: g['lr'] = lr
@@ -121,7 +122,8 @@ def device_batches(batches, # iterable of batches, each a sequence of tensors (o
 @contextlib.contextmanager
 def cudnn_benchmark(device,        # the model's device; anything but CUDA leaves cuDNN alone
                     on:bool=True): # False: leave the autotuner as it is (the plain path)
-    "cuDNN's autotuner on inside the block when `device` is CUDA, `on`, and the pass runs in bf16 (float32 keeps the authors' deterministic cuDNN)"
+    """cuDNN's autotuner on inside the block when `device` is CUDA, `on`, and the pass runs in bf16 (float32 keeps the
+    authors' deterministic cuDNN)"""
     if not on or torch.device(device).type != 'cuda' or precision_of(device) != 'bf16': yield; return
     prev = torch.backends.cudnn.benchmark; torch.backends.cudnn.benchmark = True
     try: yield
@@ -270,7 +272,8 @@ class StepGraph:
     def eager(self, batch, # a list of tensors on the device
               opt,         # the optimiser
               device):     # the model's device
-        "An eager step on the graph's own stream, where the warm-up ran and the capture runs: a batch of another shape, or after a failed capture"
+        """An eager step on the graph's own stream, where the warm-up ran and the capture runs: a batch of another
+        shape, or after a failed capture"""
         count_path('eager_steps'); return self._eager(batch, opt, device)
     def _eager(self, batch, opt, device):   # on the capture stream: the parameters' AccumulateGrad nodes (kept alive by the captured loss) see one stream
         # every eager step of a graphed epoch comes here (warm-up, a batch or draw of another shape, a failed capture): one on the

@@ -36,7 +36,8 @@ def check_model_fits(model:torch.nn.Module,  # the classifier the sets are for; 
                      sets:dict,         # name -> split or None
                      num_classes:int=None, # the number of classes; None: the width of the model's output
                     ) -> int:           # the number of classes the labels were checked against
-    "Refuse sets whose inputs `model` cannot take (one forward pass of two items per set, eval mode, no gradient) or whose labels it has no output for"
+    """Refuse sets whose inputs `model` cannot take (one forward pass of two items per set, eval mode, no gradient) or
+    whose labels it has no output for"""
     dev, modes, heads = model_device(model), [(m, m.training) for m in model.modules()], {}
     with seeded(), torch.random.fork_rng(devices=[dev] if dev.type == 'cuda' else []), torch.no_grad():   # the caller's random streams stay
         model.eval()
@@ -93,7 +94,8 @@ def memorisation_warning(model:torch.nn.Module, # f_orig
                          alpha:float=2.,   # LoTUS's alpha, for the tau_d the message quotes
                          outputs:dict=None, # {'forget': (logits, y), 'unseen': (logits, y)} already computed (by predict); None: computed here
                         ) -> dict:         # the two sets' fit_stats and 'tells': whether the model tells them apart
-    "Warn (`MemorisationWarning`) when `model` fits `forget` no better than `unseen`: accuracy and mean loss both within tolerance of the unseen set's"
+    """Warn (`MemorisationWarning`) when `model` fits `forget` no better than `unseen`: accuracy and mean loss both
+    within tolerance of the unseen set's"""
     outputs = outputs or {k: predict(model, s) for k, s in (('forget', forget), ('unseen', unseen))}
     f, u = (fit_stats(*outputs[k]) for k in ('forget', 'unseen'))
     acc_gap, loss_gap = f['acc'] - u['acc'], u['loss'] - f['loss']

@@ -68,7 +68,8 @@ def warmup_cosine(opt,                 # its learning rates are scaled by the sc
 
 def linear_warmup_decay(opt,           # its learning rates are scaled by the schedule's factor
                         recipe:Recipe): # gives the epochs and warm-up epochs
-    "The authors' per-epoch schedule (`train.py:177-181`): factor `min(1, (e+1)/warmup) * (1 - max(0, e+1-warmup)/(epochs-warmup))` in epoch `e`"
+    """The authors' per-epoch schedule (`train.py:177-181`): factor
+    `min(1, (e+1)/warmup) * (1 - max(0, e+1-warmup)/(epochs-warmup))` in epoch `e`"""
     w, n = recipe.warmup, recipe.epochs    # a denominator of 0 (warm-up 0, or as long as the run), where theirs fails, counts as 1
     return torch.optim.lr_scheduler.LambdaLR(opt, lambda e: min(1.0, (e + 1)/max(1, w)) * (1.0 - max(0.0, (e + 1) - w)/max(1, n - w)))
 

@@ -41,7 +41,8 @@ LEDGER_FILE = Path(lotus_nb.__file__).parent/'paper'/'deviations.csv'   # the ro
 
 def read_ledger(path=None, # a CSV of ledger rows: a header of Deviation's eight fields, in order; None: LEDGER_FILE
                ) -> list:  # one Deviation per line, in the file's order
-    "The ledger's rows stored in `path`, each field's text as is; a wrong header, a short or long line, an empty value or an unknown kind raises"
+    """The ledger's rows stored in `path`, each field's text as is; a wrong header, a short or long line, an empty value
+    or an unknown kind raises"""
     path, fields = LEDGER_FILE if path is None else Path(path), [f.name for f in dataclasses.fields(Deviation)]
     with open(path, newline='', encoding='utf-8') as f:
         reader = csv.DictReader(f, strict=True)
@@ -70,7 +71,8 @@ def _definition(tree:ast.Module, name:str):
 
 def cite(name:str # a definition of ours: 'lotus_nb.<subpackage>.<module>.<Name>', or 'lotus_nb.<subpackage>.<module>.<Name>.<attribute>'
         ) -> str:  # 'lotus_nb/<subpackage>/<module>.py:<first line>-<last line>'
-    "Where the definition `name` lies in the exported package, as file:line, read from the module's source as it is now (nothing is imported)"
+    """Where the definition `name` lies in the exported package, as file:line, read from the module's source as it is
+    now (nothing is imported)"""
     parts = name.split('.'); parts = [f'{parts[1]}/{parts[2]}', *parts[3:]]
     path = Path(lotus_nb.__file__).parent/f'{parts[0]}.py'
     parts = ['lotus_nb', *parts]
@@ -94,7 +96,8 @@ def render_citations(text:str # ledger text; {lotus_nb.module.Name} marks a cita
 STAND_IN_SETUP = [r for r in read_ledger() if r.kind == 'stand-in']   # the stand-ins' network, recipe and scale: the file's stand-in rows
 
 def stand_in_rows() -> list:
-    "Ledger rows of the embedded stand-ins, read from `lotus_nb.paper.paper_plan` (STAND_INS, STAND_IN_MODELS, STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"
+    """Ledger rows of the embedded stand-ins, read from `lotus_nb.paper.paper_plan` (STAND_INS, STAND_IN_MODELS,
+    STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"""
     sw = "scale='paper' (the paper's dataset and model)"
     rows = [Deviation('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
             for p, s in STAND_INS.items()]
@@ -129,7 +132,8 @@ def offers_switch(row:Deviation # a ledger row
 def check_switches(probes:dict,    # (topic, what) -> probe() returning (default, switched): tests/ledger_probes.py's switch_probes()
                    rows:list=None,  # rows of the ledger; None: every row (DEVIATIONS and the stand-ins)
                   ) -> pd.DataFrame: # one row per switch: its default and switched value, and whether they differ
-    "Walk every row that offers a switch, apply it and check that it changes what the row says; raises listing a missing probe, a probe of no row, or a switch that changes nothing"
+    """Walk every row that offers a switch, apply it and check that it changes what the row says; raises listing a
+    missing probe, a probe of no row, or a switch that changes nothing"""
     every, rows = rows is None, DEVIATIONS + stand_in_rows() if rows is None else rows
     out, bad = [], []
     keys = {(r.topic, r.what) for r in rows}

@@ -27,13 +27,15 @@ __all__ = ['SYNTHETIC_METHOD', 'SYNTHETIC_LABEL', 'PAPER_COLUMNS', 'VARIANT_OF',
 def table_avg_gap(results:pd.DataFrame, # rows of results.csv of one benchmark: one per (method, seed)
                   rows:dict=None        # {label: (column, scale, digits)}; None: the 'main' table's (MAIN_ROWS, plugins'), no ZRF
                  ) -> pd.DataFrame:
-    "The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4 and time (ZRF with `rows=MAIN_ROWS`), mean ± std over seeds"
+    """The paper's `tab:avg_gap` for one benchmark: Avg Gap, JSD x1e4, RF-JSD x1e4 and time (ZRF with `rows=MAIN_ROWS`),
+    mean ± std over seeds"""
     return metric_table(results, rows or {k: v for k, v in table_rows('main').items() if k != 'ZRF'})
 
 # %% ../../nbs/paper/71_paper_tables.ipynb #cf7b491e
 def table_avg_gap_supp(results:pd.DataFrame # rows of one benchmark, gold's rows included (one per seed)
                       ) -> pd.DataFrame:
-    "The paper's `tab:avg_gap_supp` for one benchmark: each Avg Gap term, then the loss and SVC MIAs, each with its gap to gold, mean ± std"
+    """The paper's `tab:avg_gap_supp` for one benchmark: each Avg Gap term, then the loss and SVC MIAs, each with its
+    gap to gold, mean ± std"""
     extra = {k: label for label, k in table_columns('supp_extra').items()}   # EXTRA_MIA and the plugins' rows of this table
     keys = list(GAP_KEYS) + [k for k in extra if k in results and results[k].notna().any()]
     labels, rows = {**SUPP_LABELS, **extra}, {}
@@ -48,7 +50,8 @@ def table_avg_gap_authors(results:pd.DataFrame,  # rows of results.csv of one be
                 methods=None,          # the columns (registry names), in order; only these are ranked; None: paper_methods()
                 rows:dict=None         # {label: aggregate_authors's column}, in order; None: the 'paper' table's (PAPER_ROWS, plugins' too)
                ) -> pd.DataFrame:
-    "One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods` by the authors' aggregation, the paper's methods alone ranked, ties all bold"
+    """One benchmark's block of `tab:avg_gap` as the paper prints it: `rows` x `methods` by the authors' aggregation,
+    the paper's methods alone ranked, ties all bold"""
     methods, rows = paper_methods() if methods is None else methods, table_columns('paper') if rows is None else rows
     agg, cells, ranks = _authors_agg(results, methods), {}, {}
     for label, col in rows.items():
@@ -61,7 +64,8 @@ def table_avg_gap_authors(results:pd.DataFrame,  # rows of results.csv of one be
 def table_avg_gap_supp_authors(results:pd.DataFrame,  # rows of one benchmark, Gold's rows included (one per seed)
                      methods=None           # the columns (registry names), in order; only these are ranked; None: paper_methods()
                     ) -> pd.DataFrame:
-    "One benchmark's block of `tab:avg_gap_supp` as printed, by the authors' aggregation: `mean ± std (gap to Gold)` per Avg Gap term, then Avg Gap; gaps ranked, ties all bold"
+    """One benchmark's block of `tab:avg_gap_supp` as printed, by the authors' aggregation: `mean ± std (gap to Gold)`
+    per Avg Gap term, then Avg Gap; gaps ranked, ties all bold"""
     methods, supp = paper_methods() if methods is None else methods, table_columns('supp')   # SUPP_ROWS and the plugins' rows
     ranked = ranked_columns(supp)
     agg, cells, ranks = _authors_agg(results, methods), {}, {}
@@ -76,7 +80,9 @@ def table_avg_gap_supp_authors(results:pd.DataFrame,  # rows of one benchmark, G
 # %% ../../nbs/paper/71_paper_tables.ipynb #f9355637
 def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, gold's rows included
                  ) -> dict: # file suffix -> table
-    "One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its '_certainty'; '_extra': ours, every method that ran and every metric; 'moved': whether each method moved the model (where the Original ran)"
+    """One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its
+    '_certainty'; '_extra': ours, every method that ran and every metric; 'moved': whether each method moved the model
+    (where the Original ran)"""
     out = {'avg_gap': table_avg_gap_authors(results), 'avg_gap_certainty': certainty(results),
            'avg_gap_supp': table_avg_gap_supp_authors(results),
            'avg_gap_supp_certainty': certainty(results, rows=ranked_columns(table_columns('supp'))),
@@ -146,7 +152,8 @@ def table_authors(label:str,      # a paper table: 'tab:avg_gap', 'tab:cifar', '
                 parts:dict,     # PaperBenchmark -> results rows (None or absent: an empty block), as paper_parts gives
                 rows:dict=None  # {label: aggregate_authors column}; None: the 'paper' table's (tab:avg_gap_supp: its own)
                ) -> pd.DataFrame:
-    "`label` as the paper prints it, by the authors' aggregation: its blocks in order ('<block> | <row>'), its rows, its columns; only its methods ranked"
+    """`label` as the paper prints it, by the authors' aggregation: its blocks in order ('<block> | <row>'), its rows,
+    its columns; only its methods ranked"""
     methods = PAPER_COLUMNS[label]
     make = table_avg_gap_supp_authors if label == 'tab:avg_gap_supp' else (lambda df, ms: table_avg_gap_authors(df, ms, rows))
     blocks, rank = [], {}
@@ -174,7 +181,8 @@ def stacked_certainty(parts:dict,   # block label -> results rows of one benchma
 def certainty_authors(label:str, # a paper table, as table_authors takes
                     parts:dict # PaperBenchmark -> results rows or None, as paper_parts gives
                    ) -> pd.DataFrame:
-    "How sure each ranking of `table_authors(label, parts)` is: per block and ranked row, the best and second, second - best per seed, seeds where the order holds"
+    """How sure each ranking of `table_authors(label, parts)` is: per block and ranked row, the best and second,
+    second - best per seed, seeds where the order holds"""
     rows = ranked_columns(table_columns('supp' if label == 'tab:avg_gap_supp' else 'certain'))
     t = stacked_certainty({block_label(pb): parts.get(pb) for pb in PAPER_BENCHMARKS[label]}, PAPER_COLUMNS[label], rows)
     return _synthetic_named(t)
@@ -220,7 +228,8 @@ IMAGENET_RANKED = ('RF-JSD x1e4', 'Time (min.)')
 
 def table_imagenet_authors(results:pd.DataFrame # rows of the ImageNet benchmark: one per (method, seed)
                      ) -> pd.DataFrame:
-    "The paper's `tab:imagenet` by the authors' aggregation: one row per method of the paper's (the Original, no Gold), RF-JSD and time ranked (ties all bold), retain accuracy and MIA shown"
+    """The paper's `tab:imagenet` by the authors' aggregation: one row per method of the paper's (the Original, no
+    Gold), RF-JSD and time ranked (ties all bold), retain accuracy and MIA shown"""
     agg = aggregate_authors(results); agg = agg.loc[[m for m in agg.index if m in PAPER_COLUMNS['tab:imagenet']]]
     def cell(m, c):
         if c in agg and pd.notna(agg.loc[m, c]): return cell_authors(agg, m, c)
@@ -267,7 +276,8 @@ def pcc_jsd_rf_authors(results:pd.DataFrame,  # rows of one benchmark, Gold's in
 
 def table_pcc_authors(parts:dict # PaperBenchmark -> results rows or None, as paper_parts('tab:pcc', ...) gives
                    ) -> pd.DataFrame:
-    "The paper's `tab:pcc`: its ten benchmarks in order, `pcc_jsd_rf_authors` on each (Gold, seven baselines, LoTUS); mean ± std over those that ran"
+    """The paper's `tab:pcc`: its ten benchmarks in order, `pcc_jsd_rf_authors` on each (Gold, seven baselines, LoTUS);
+    mean ± std over those that ran"""
     vals = {block_label(pb, pct=True): pcc_jsd_rf_authors(df)[:2] if df is not None and len(df) else (np.nan, np.nan) for pb, df in parts.items()}
     f = lambda x, d: f'{x:.{d}f}' if np.isfinite(x) else MISSING
     out = pd.DataFrame({'PCC': {k: f(r, 2) for k, (r, p) in vals.items()}, 'p-value': {k: f(p, 4) for k, (r, p) in vals.items()}})
@@ -319,7 +329,8 @@ def gumbel_pair(gumbel:pd.DataFrame, # one benchmark's rows with LoTUS's Gumbel-
 
 def table_gumbel_authors(pairs:dict # block label -> gumbel_pair's rows
                       ) -> pd.DataFrame:
-    "The paper's `tab:gumbel` by the authors' aggregation: LoTUS's Avg Gap and JSD ×1e4 with each activation, the better of each pair bold (both when equal)"
+    """The paper's `tab:gumbel` by the authors' aggregation: LoTUS's Avg Gap and JSD ×1e4 with each activation, the
+    better of each pair bold (both when equal)"""
     cells, rank = {}, {}
     for label, df in pairs.items():
         agg = aggregate_authors(df)

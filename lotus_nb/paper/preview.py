@@ -119,7 +119,8 @@ def step_flops(model:str,       # a registered model name
                in_chans:int,    # image channels
                size:int,        # input side in pixels
               ) -> tuple:       # (FLOPs per image of a training step, of LoTUS's step: a teacher forward more)
-    "FLOPs per image of one training step of `model` (forward and backward), counted by torch's `FlopCounterMode` on the meta device (no memory, no compute)"
+    """FLOPs per image of one training step of `model` (forward and backward), counted by torch's `FlopCounterMode` on
+    the meta device (no memory, no compute)"""
     key = (model, num_classes, in_chans, size)
     if key not in _FLOPS:
         with torch.device('meta'):
@@ -133,7 +134,8 @@ def step_flops(model:str,       # a registered model name
 def gpu_factor(src:str, # the GPU measured (a GPUS key)
                dst:str, # the GPU estimated for
               ) -> float: # the time on dst over the time on src
-    "How much longer a step takes on `dst` than on `src`: the larger of the ratios of their bf16 peaks and of their memory bandwidths (a step bound by either)"
+    """How much longer a step takes on `dst` than on `src`: the larger of the ratios of their bf16 peaks and of their
+    memory bandwidths (a step bound by either)"""
     (p0, b0), (p1, b1) = GPUS[src], GPUS[dst]
     return max(p0/p1, b0/b1)
 
@@ -146,7 +148,8 @@ def target_seconds(model:str,       # a registered model name
                    size:int,        # the input side it runs at
                    target:str,      # a GPUS key
                   ) -> tuple:       # (seconds per training image on target, the basis in words)
-    "Seconds per training image of `model` on the GPU `target`: from a measured LoTUS step of the same network where there is one, else from its FLOPs"
+    """Seconds per training image of `model` on the GPU `target`: from a measured LoTUS step of the same network where
+    there is one, else from its FLOPs"""
     check_choice(target, GPUS, 'target')
     train, lotus = step_flops(model, num_classes, in_chans, size); arch = model_arch(model)
     for me in sorted(MEASURED, key=lambda m: m.device != target):   # a measurement on the target itself first
@@ -344,7 +347,8 @@ def preview_grid(specs,                # BenchmarkSpecs, as run_grid takes them
                  show:bool=True,       # print the preview
                  target:str=None,      # the device estimated for: 'h100', 'h200', 'a100', 'cpu'; None: the device at hand
                 ) -> Preview:
-    "What `run_grid(specs, seeds, methods, out_dir)` would run, whether its data and weights are here, and the device-hours it would take; nothing is trained"
+    """What `run_grid(specs, seeds, methods, out_dir)` would run, whether its data and weights are here, and the
+    device-hours it would take; nothing is trained"""
     return preview_grids([(specs, methods)], seeds, out_dir, cache_dir, device, probe_batch, show, target)
 
 def render_preview(pv:Preview,  # from preview_grids
@@ -408,7 +412,8 @@ def rehearsal_report(out_dir,            # the rehearsal's out_dir (its store is
                      pv:Preview=None,     # a preview of the real run (preview_grid(s)); None: no recomputed estimate
                      top:int=10,          # how many of the slowest stages
                     ) -> dict: # 'slowest', 'memory', 'rates' and (with pv) 'estimate': DataFrames
-    "What a rehearsal measured (its store's stages.csv): the slowest stages, each model's peak memory and seconds per image pass, and `pv`'s device-hours with those seconds"
+    """What a rehearsal measured (its store's stages.csv): the slowest stages, each model's peak memory and seconds per
+    image pass, and `pv`'s device-hours with those seconds"""
     store = Store(out_dir) if Store(out_dir).rehearsal else Store(Path(out_dir)/REHEARSAL_DIR)
     path = store.stages
     if not path.exists(): raise FileNotFoundError(f"no stages.csv in {store.root}: run the rehearsal first (fast_dev_run=N)")

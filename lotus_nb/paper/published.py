@@ -75,7 +75,8 @@ def take(s:str,   # TeX source
 # %% ../../nbs/paper/75_published.ipynb #77e37fd6
 def tex_text(s:str # a cell or label of a table's source
             ) -> str:
-    "Plain text of a table cell: formatting macros (`\\tb`, `\\ul`, `\\B`, `\\multirow`, `\\rotatebox`, `\\makecell`, ...) and braces dropped, `\\makecell`'s line breaks as '|', `1 \\times 10^{-3}` as `1e-3`"
+    """Plain text of a table cell: formatting macros (`\\tb`, `\\ul`, `\\B`, `\\multirow`, `\\rotatebox`, `\\makecell`,
+    ...) and braces dropped, `\\makecell`'s line breaks as '|', `1 \\times 10^{-3}` as `1e-3`"""
     s = re.sub(r'\\cite\{[^}]*\}', '', s)
     s = re.sub(r'(\d+(?:\.\d+)?)\s*\\times\s*10\^\{(-?\d+)\}', r'\1e\2', s)
     s = re.sub(r'\\rotatebox\[[^\]]*\]\{[^}]*\}|\\multirow\{[^}]*\}\{[^}]*\}|\\multicolumn\{[^}]*\}\{[^}]*\}|\\color\{[^}]*\}', '', s)
@@ -328,7 +329,8 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
               classes:dict=None, # {dataset: class names (a list, or {index: name})}: names the forgotten class of class unlearning
               variant:str=''     # the rows' variant: '' (as run), 'softmax' (LoTUS with softmax, tab:gumbel's second row)
              ) -> pd.DataFrame:
-    "Our results in the published table's long form by the authors' aggregation, on the printed scale: mean and std (ddof 1) per benchmark, method and metric; gaps and Avg Gap of the rounded means"
+    """Our results in the published table's long form by the authors' aggregation, on the printed scale: mean and std
+    (ddof 1) per benchmark, method and metric; gaps and Avg Gap of the rounded means"""
     df = pd.DataFrame(rows).copy()
     if not len(df): raise ValueError("no results rows to summarise")
     df['forget_class'] = [_class_name(c, (classes or {}).get(d)) for c, d in zip(df.forget_class, df.dataset)]
@@ -378,7 +380,8 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
                       label:str,              # the table, e.g. 'tab:avg_gap'
                       drop_other:bool=False   # leave out rows of other paper benchmarks (stand-ins are refused always)
                      ) -> pd.DataFrame:
-    "Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the printed scale; JSD and RF-JSD rows use our `jsd_authors` and `rf_jsd_authors` (column `ours_metric`)"
+    """Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the
+    printed scale; JSD and RF-JSD rows use our `jsd_authors` and `rf_jsd_authors` (column `ours_metric`)"""
     want, every = paper_benchmarks(label), set().union(*(paper_benchmarks(t) for t in BENCHMARKS_OF))
     keys = [bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)]
     stand_ins = sorted({k for k in keys if k not in every}, key=str)
@@ -418,7 +421,8 @@ def beside_published(rows:pd.DataFrame, # results rows of the benchmarks behind 
                      scale:str,         # 'paper' or 'embedded'
                      classes:dict=None  # {dataset: class names}: names the forgotten class (tab:class)
                     ) -> pd.DataFrame:  # compare_published's table; None at embedded scale or without rows of label's benchmarks
-    "At paper scale, `rows` beside the published cells of `label` (`compare_published`); None at embedded scale: the published numbers are never shown beside stand-ins"
+    """At paper scale, `rows` beside the published cells of `label` (`compare_published`); None at embedded scale: the
+    published numbers are never shown beside stand-ins"""
     if scale != 'paper' or rows is None or not len(rows): return None
     ours = ours_long(rows, classes)
     keys = {bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)}

@@ -55,7 +55,8 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   fast_dev_run:int=None,     # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: out_dir's, as grid.rehearse marked it, else 0
                   rehearsal_batch:int=None,  # a CPU rehearsal's cap on every batch's size (said in captions); None: the real sizes
                  ) -> Benchmark:
-    "Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures: `run_grid` of this one benchmark, in this process"
+    """Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures:
+    `run_grid` of this one benchmark, in this process"""
     spec = BenchmarkSpec(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, unseen=unseen,
                                       train_size=train_size, img_size=img_size, recipe=recipe, train_epochs=train_epochs, data_root=data_root,
                                       method_overrides=method_overrides, pretrained=pretrained, retain_pct=retain_pct, data_options=data_options,

@@ -52,7 +52,8 @@ def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
                        model:str,   # registry name (resolved, not 'auto'): its arch picks the recipe
                        kind:str='instance', # 'instance' or 'class' unlearning: a method override's values for that kind
                       ) -> dict: # keys train_size, img_size, augment, recipe, paper_size, max_step_scale, method_overrides ('*' expanded to every method)
-    "Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with `model`, as `dataset` registered them"
+    """Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with
+    `model`, as `dataset` registered them"""
     arch = model_arch(model)
     out = dict(train_size=None, img_size=None, augment=None, recipe=RECIPES[arch], paper_size=None, max_step_scale=None)
     mo = {}
@@ -175,7 +176,8 @@ def register_unseen(name:str): # the name a BenchmarkSpec's unseen field uses
 
 def unseen_sources(dataset:str # registry name of the benchmark's dataset
                   ) -> list:
-    "The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as its $D_u$ (CIFAKE for CIFAR-10)"
+    """The valid `unseen` of a benchmark on `dataset`: 'heldout', the registered generators, and the datasets made as
+    its $D_u$ (CIFAKE for CIFAR-10)"""
     load_plugins(); return ['heldout', *UNSEEN_SOURCES, *[d for d in list_datasets() if dataset_defaults(d).unseen_for == dataset]]
 
 # filled by the modules that register them (lotus_nb.running.privacy: 'pool_scores'), which load_plugins imports
@@ -192,7 +194,8 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
                     methods,            # registry names; None: every method of the default run (the Gold Standard where the dataset has one)
                     store:Store         # the results store; its folder must be a folder or absent
                    ) -> tuple: # (seeds, methods) as checked lists
-    "Validate a resolved benchmark and its run (everything but its names, which `resolve_spec` checked); returns the seeds and methods as lists"
+    """Validate a resolved benchmark and its run (everything but its names, which `resolve_spec` checked); returns the
+    seeds and methods as lists"""
     if spec.model == 'auto': raise ValueError("check_benchmark takes a resolved spec: pass resolve_spec(spec)")
     check_choice(spec.protocol, PROTOCOLS, 'protocol')
     load_plugins()   # the unseen sources and run arrays it checks against
@@ -262,7 +265,8 @@ class Prepared:
     @property
     def key(self) -> str: return f"{self.name}-{self.bench_id}"
     def splits(self, seed:int): # the seed that draws the forget set and the unseen/test halves
-        "The sets of `seed`, drawn by the benchmark's split rule (the paper's: `dataset_splits`), once per seed (the draw is a function of the seed)"
+        """The sets of `seed`, drawn by the benchmark's split rule (the paper's: `dataset_splits`), once per seed (the
+        draw is a function of the seed)"""
         if seed not in self.drawn:
             s = self.spec
             cut = {} if s.heldout_cut == 'stratified' else {'heldout_cut': s.heldout_cut}   # a rule of one's own may not take it
@@ -279,7 +283,8 @@ class Prepared:
         return (store.checkpoint('orig', cache_key(**self.base, kind='orig', seed=seed, **train)),
                 store.checkpoint('gold', cache_key(**self.base, kind='gold', seed=seed, forget=forget)))
     def make_model(self) -> nn.Module:
-        "A fresh model of the benchmark: its architecture, input size and pretrained weights (a rehearsal without the weights: a random network, said once)"
+        """A fresh model of the benchmark: its architecture, input size and pretrained weights (a rehearsal without the
+        weights: a random network, said once)"""
         m, d = self.spec.model, self.data
         make = lambda p: create_model(m, d.num_classes, d.in_chans, self.input_size or d.img_size, p)
         try: return make(self.spec.pretrained)
@@ -354,7 +359,8 @@ def paper_scale(spec:BenchmarkSpec, # the benchmark, resolved
 def step_scale(spec:BenchmarkSpec, # the benchmark, resolved
                train_size:int,     # the training images it runs on
               ) -> float: # min(s, max_step_scale), or 1 (unscaled, no paper_size, or as large as the paper's)
-    "The scale `step_budget` applies: `paper_scale` ('paper'), capped at the registered `max_step_scale` ('capped': the time the benchmark may take); 1 where the methods run as they are"
+    """The scale `step_budget` applies: `paper_scale` ('paper'), capped at the registered `max_step_scale` ('capped':
+    the time the benchmark may take); 1 where the methods run as they are"""
     s = paper_scale(spec, train_size)
     if spec.step_budget == 'unscaled' or not s: return 1.
     cap = benchmark_defaults(spec.dataset, spec.model)['max_step_scale'] if spec.step_budget == 'capped' else None
@@ -364,7 +370,8 @@ def budget_share(before,      # a method's config as resolved, unscaled
                  after,       # the same as it runs (step_budget applied)
                  scale:float, # paper_scale: None where no paper size is registered
                 ) -> float: # the share of its paper steps it takes, or None (no paper size, no epochs)
-    "The share of its paper step budget a method's run takes: (E' B) / (E B' s), its steps per epoch being n/B' here and s n/B on the paper's data"
+    """The share of its paper step budget a method's run takes: (E' B) / (E B' s), its steps per epoch being n/B' here
+    and s n/B on the paper's data"""
     if not scale or not getattr(before, 'epochs', 0) or not hasattr(before, 'batch_size'): return None
     return after.epochs*before.batch_size/(before.epochs*after.batch_size*scale)
 

@@ -58,7 +58,8 @@ def node_cache_dir() -> Path:
     return Path(os.environ.get('LOTUS_NB_NODE_CACHE') or Path(tempfile.gettempdir())/'lotus_nb-checkpoints')
 
 class WorkerStore:
-    "What `run_seed` writes through on a worker: rows and run records kept for the driver, checkpoints in a node folder synced with a `Storage`"
+    """What `run_seed` writes through on a worker: rows and run records kept for the driver, checkpoints in a node
+    folder synced with a `Storage`"""
     def __init__(self, done=(),        # row_ids already finished (sent by the driver)
                  cache_dir=None,       # this node's checkpoint folder; None: node_cache_dir()
                  storage:Storage=None, # where checkpoints are shared; None: shipped by the driver, returned by publish()

@@ -66,7 +66,8 @@ def check_checkpoints(prep:Prepared, # the prepared benchmark
 
 def check_weights(preps # the prepared benchmarks of a rehearsal
                  ) -> list: # the models that run with a random network in place of their missing weights
-    "Build once each rehearsed benchmark's model that starts from pretrained weights, so that the rehearsal says before any work which run with a random network in their place"
+    """Build once each rehearsed benchmark's model that starts from pretrained weights, so that the rehearsal says
+    before any work which run with a random network in their place"""
     seen = set()
     for p in preps:
         pre = MODELS[p.spec.model].pretrained if p.spec.pretrained is None else p.spec.pretrained
@@ -161,7 +162,8 @@ def check_workers(workers # processes that run units at once: a positive integer
 def auto_workers(device='auto', # where the units run: 'auto', 'cpu' or 'cuda'
                  units:int=None, # how many units there are; None: no cap
                 ) -> int:
-    "How many units the local executor runs at once by default: one per CPU core this process may use on a CPU run (at most `units`), one on a GPU"
+    """How many units the local executor runs at once by default: one per CPU core this process may use on a CPU run (at
+    most `units`), one on a GPU"""
     if get_device(device).type != 'cpu': return 1
     n = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
     return max(1, min(n, units or n))
@@ -169,7 +171,8 @@ def auto_workers(device='auto', # where the units run: 'auto', 'cpu' or 'cuda'
 def _check_local(device='auto', threads=1, workers=1, **_): get_device(device); check_threads(threads); check_workers(workers)
 
 def _local_unit(spec, unit, methods, root, cache_dir, device, threads):
-    "A worker process's unit: the benchmark prepared here, each row written into the results store as it finishes (the store locks its files)"
+    """A worker process's unit: the benchmark prepared here, each row written into the results store as it finishes (the
+    store locks its files)"""
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)   # the row lines, live, on the parent's standard error
     prep, rows = prepare(spec, methods), []
     def on_row(r): rows.append(r); log.info(f"worker {os.getpid()}: {prep.name} seed {r['seed']}: {row_summary(r)}")   # live; the grid's count when the unit ends
@@ -179,7 +182,8 @@ def _local_unit(spec, unit, methods, root, cache_dir, device, threads):
 def split_units(units, # the plan's Units
                 parts:int, # how many workers share them
                ) -> list: # one (references' unit or None, [the pieces of its other methods]) per unit
-    "Each unit as pieces for `parts` workers: its references first (their unit trains f_orig and f_gold), then its other methods dealt out in `parts` interleaved pieces, which start once the references' unit is done"
+    """Each unit as pieces for `parts` workers: its references first (their unit trains f_orig and f_gold), then its
+    other methods dealt out in `parts` interleaved pieces, which start once the references' unit is done"""
     out = []
     for u in units:
         refs, rest = tuple(m for m in u.methods if is_reference(m)), [m for m in u.methods if not is_reference(m)]
@@ -195,7 +199,8 @@ def run_local(plan:GridPlan,      # from plan_grid
               threads:int=1,      # torch's CPU threads per unit (recorded in each row): the same default as the Ray executor's
               workers:int=1       # units run at once, each in a process of its own (spawned); 1: one after the other, in this process
              ):
-    "Run the units through `run_unit` with the results store itself: one after the other in this process, or in `workers` worker processes at once (`split_units`: a unit's references, then its other methods in pieces)"
+    """Run the units through `run_unit` with the results store itself: one after the other in this process, or in
+    `workers` worker processes at once (`split_units`: a unit's references, then its other methods in pieces)"""
     prog = GridProgress(plan.rows)
     line = lambda name: (lambda r: prog.step(f"{name} seed {r['seed']}: {row_summary(r)}"))
     if workers == 1 or len(plan.units) == 1:
@@ -270,7 +275,8 @@ def check_nodes(specs,               # the grid's BenchmarkSpecs (resolved)
 
 # %% ../../nbs/running/61_grid.ipynb #657bad23
 def _have(ray, storage, path:Path):
-    "What a unit gets for a checkpoint the driver or the storage has: its bytes in the object store (no storage), None (in the storage), False (nowhere)"
+    """What a unit gets for a checkpoint the driver or the storage has: its bytes in the object store (no storage), None
+    (in the storage), False (nowhere)"""
     if storage is None: return ray.put(path.read_bytes()) if path.exists() else False
     if not storage.exists(path.name) and path.exists(): storage.write(path.name, path.read_bytes())   # the driver's copy, shared
     return None if storage.exists(path.name) else False
@@ -334,7 +340,8 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
 def rehearsal_paths(folder,          # a real run's out_dir (or cache_dir); None passes
                     fast_dev_run:int=0 # the rehearsal's batches; 0: the real run, folder unchanged
                    ):
-    "Where a rehearsal keeps what a real run keeps in `folder`: `folder/rehearsal` (a real run's rows, checkpoints and tables never mix with it)"
+    """Where a rehearsal keeps what a real run keeps in `folder`: `folder/rehearsal` (a real run's rows, checkpoints and
+    tables never mix with it)"""
     if isinstance(fast_dev_run, bool) or not isinstance(fast_dev_run, int) or fast_dev_run < 0:
         raise ValueError(f"fast_dev_run must be a non-negative integer (0: the real run), got {fast_dev_run!r}")
     if folder is None or not fast_dev_run or Path(folder).name == REHEARSAL_DIR: return folder   # a rehearsal's folder already
@@ -344,7 +351,8 @@ def rehearse(out_dir,          # the notebook's out_dir
              fast_dev_run:int, # batches per pass; 0: the real run (nothing changes)
              rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size; None: the real sizes
             ) -> str: # the out_dir the notebook writes to from here: out_dir/rehearsal, marked
-    "A notebook's rehearsal of `fast_dev_run` batches: out_dir/rehearsal, marked, so that every `run_grid` writing there rehearses (its store says so, not the process)"
+    """A notebook's rehearsal of `fast_dev_run` batches: out_dir/rehearsal, marked, so that every `run_grid` writing
+    there rehearses (its store says so, not the process)"""
     path = rehearsal_paths(out_dir, fast_dev_run)   # fast_dev_run checked
     with rehearsal(fast_dev_run, rehearsal_batch): pass   # rehearsal_batch checked
     if not fast_dev_run: return out_dir

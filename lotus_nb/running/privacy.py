@@ -225,7 +225,8 @@ class Audit:
 
 def audit_methods(methods=None, # registry names; None: every unlearning method of the default run plus the Gold Standard
                   ) -> list:
-    "`methods` checked, in the paper's order; None: every unlearning method of the default run (not the field's others) plus the Gold Standard"
+    """`methods` checked, in the paper's order; None: every unlearning method of the default run (not the field's
+    others) plus the Gold Standard"""
     methods = list_methods(reference=False, default_run=True) + [role_method('gold')] if methods is None else methods
     if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
     return ordered_methods([check_method(m) for m in methods])

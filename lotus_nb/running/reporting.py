@@ -64,7 +64,8 @@ def emit(subscribers,  # Subscribers, called in order
 
 # %% ../../nbs/running/60_reporting.ipynb #39c4b492
 def entropy_figure_methods() -> tuple: # registry names
-    "The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two methods the figure names"
+    """The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two
+    methods the figure names"""
     return (role_method('original'), role_method('gold'), 'random_label', 'lotus')
 
 def write_tables_figures(store:Store,   # the results store: records are read, tables/ and figures/ written

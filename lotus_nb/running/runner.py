@@ -38,7 +38,8 @@ def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/cl
         return float('nan') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024
 
 class measure:
-    "Context of one run: its threads, numerics (`precision_of` its device), peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
+    """Context of one run: its threads, numerics (`precision_of` its device), peak device memory (CUDA) and peak host
+    RSS in MiB, read into `.usage` on exit"""
     def __init__(self, device): # the run's torch.device
         self.cuda, self.device, self.usage = device.type == 'cuda', device, {}
     def __enter__(self):
@@ -54,7 +55,8 @@ LOADED_KEYS = ('train_batches', 'train_images', 'eval_batches', 'eval_images')
 @contextlib.contextmanager
 def stage(name:str, # what runs in the block, e.g. 'f_orig', 'unlearn lotus'
           device):  # the run's torch.device (its peak memory, and a CUDA sync before the clock stops)
-    "Time the block as stage `name`: its seconds, the batches and images its loaders yielded (`LOADED`), its peak host RSS and device memory, appended to `STAGES`"
+    """Time the block as stage `name`: its seconds, the batches and images its loaders yielded (`LOADED`), its peak host
+    RSS and device memory, appended to `STAGES`"""
     before, t0 = {k: LOADED[k] for k in LOADED_KEYS}, time.perf_counter()
     with measure(device) as use:
         yield use
@@ -96,7 +98,8 @@ class SeedContext:
                  method:str=None,   # the method whose row this is: one with a view of its own is scored there
                  **kw               # passed on to lotus_nb.metrics.evaluation.evaluate
                 ) -> dict:
-        "The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference outputs, the MIA's non-members the benchmark's"
+        """The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference
+        outputs, the MIA's non-members the benchmark's"""
         if method in self.views: return self.views[method].evaluate(model, method, **kw)
         ts = self.splits
         mode = 'eval' if model is self.f_orig or model is self.f_gold else mia_mode_of(self.mia_mode, method)   # the cached never move
@@ -111,7 +114,8 @@ def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains
                  device,             # the torch.device it trains on
                  progress:bool=True  # show the training progress bar
                 ) -> tuple: # (f_orig, its training meta)
-    "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
+    """Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained
+    (seed_context, a cluster's own task)"""
     # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
     with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):
         return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
@@ -123,7 +127,8 @@ def eval_unseen_of(how:str,   # 'methods' or 'heldout'
                    splits:dict, # the seed's splits (their 'unseen': the held-out half)
                    unseen,      # the methods' D_u (the task's)
                   ):            # the split the metrics read as D_u
-    "The evaluation's $D_u$: the methods' own (`'methods'`; CIFAKE in tab:cifar, as theirs) or the held-out half (`'heldout'`); the same on a held-out benchmark"
+    """The evaluation's $D_u$: the methods' own (`'methods'`; CIFAKE in tab:cifar, as theirs) or the held-out half
+    (`'heldout'`); the same on a held-out benchmark"""
     return unseen if check_choice(how, EVAL_UNSEEN, 'eval_unseen') == 'methods' else splits['unseen']
 
 def seed_context(prep:Prepared,      # the prepared benchmark

@@ -37,7 +37,8 @@ RENAMED_COLUMNS = {'jsd_legacy': 'jsd_authors', 'rf_jsd_legacy': 'rf_jsd_authors
 
 def renamed_columns(df:pd.DataFrame # rows read from a results file, possibly with columns under their names until 0.7
                    ) -> pd.DataFrame:
-    "`df` with each column of `RENAMED_COLUMNS` under its name now (where a file holds both, the new column's values win and the old one fills its gaps)"
+    """`df` with each column of `RENAMED_COLUMNS` under its name now (where a file holds both, the new column's values
+    win and the old one fills its gaps)"""
     for old, new in RENAMED_COLUMNS.items():
         if old not in df: continue
         if new in df: df = df.assign(**{new: df[new].where(df[new].notna() & (df[new].astype(str) != ''), df[old])}).drop(columns=old)
@@ -46,7 +47,8 @@ def renamed_columns(df:pd.DataFrame # rows read from a results file, possibly wi
 ID_FIELDS = ('dataset', 'model', 'forget_pct', 'forget_class', 'unseen', 'method', 'setup', 'seed', 'method_seed')   # the order of a row_id
 
 def _method_seed(row) -> int:
-    "The seed of the method's own randomness: the row's `method_seed`, or its `seed` where none is recorded (rows before 0.4, the paper's setting)"
+    """The seed of the method's own randomness: the row's `method_seed`, or its `seed` where none is recorded (rows
+    before 0.4, the paper's setting)"""
     ms = row.get('method_seed') if hasattr(row, 'get') else None
     return int(row['seed']) if ms is None or (isinstance(ms, str) and not ms.strip()) or pd.isna(ms) else int(ms)
 
@@ -69,7 +71,9 @@ def _stem(ident:tuple) -> str:
 # %% ../../nbs/running/56_store.ipynb #96728b25
 @dataclass(frozen=True)
 class Store:
-    "A results folder: results.csv, stages.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/, privacy_results.csv, tuning.db, trials/, index.md and notebooks/; each row mirrored to `tracker` where there is one"
+    """A results folder: results.csv, stages.csv, runs/, checkpoints/ (or cache_dir), tables/, figures/, manifest/,
+    privacy_results.csv, tuning.db, trials/, index.md and notebooks/; each row mirrored to `tracker` where there is
+    one"""
     root: Path            # the folder; created on the first write
     cache_dir: Path = None # checkpoints of f_orig and f_gold; None: root/checkpoints
     tracker: object = None # a lotus_nb.running.tracking.Tracker: each appended row becomes one of its runs; None: none
@@ -181,7 +185,8 @@ def done(self:Store) -> set:
 @patch
 def append(self:Store, row:dict # {column: value} of one run: the KEY columns and its metrics; a new column extends the header
           ) -> bool: # False when a row of the same key is already there (nothing written)
-    "Append one row under an exclusive lock: repair a torn tail, check the key again, write every byte, fsync; a failed write leaves the file as it was"
+    """Append one row under an exclusive lock: repair a torn tail, check the key again, write every byte, fsync; a
+    failed write leaves the file as it was"""
     with self._locked(True):
         path = self.results
         data = path.read_bytes() if path.exists() else b''
@@ -217,7 +222,8 @@ def append(self:Store, row:dict # {column: value} of one run: the KEY columns an
 @patch
 def mirror(self:Store, row:dict # a row of results.csv
           ):
-    "Log `row` to the tracker, if the store has one (a failure is a warning: the row is in results.csv, and `track` logs it at the next run)"
+    """Log `row` to the tracker, if the store has one (a failure is a warning: the row is in results.csv, and `track`
+    logs it at the next run)"""
     if self.tracker is None: return
     try: self._log_row(row_id(row), row)
     except Exception as e: log.warning(f"tracker {self.tracker.name}: row {self.key_of(row_id(row))} is in {self.results} but was not "
@@ -324,7 +330,8 @@ def bench_of(self:Store, ident:tuple # a row_id (only its benchmark fields are r
 
 @patch
 def _log_row(self:Store, ident:tuple, row:dict):
-    "Log one row to the tracker: its identity and the method's config as parameters, its metrics, the record's per-epoch trace and the record"
+    """Log one row to the tracker: its identity and the method's config as parameters, its metrics, the record's
+    per-epoch trace and the record"""
     rec = self.read_record(ident) or {}
     params = {**dict(zip(ID_FIELDS, ident)), **{f'config.{k}': v for k, v in (rec.get('config') or {}).items()}}
     for kind, name in (rec.get('checkpoints') or {}).items():

@@ -77,7 +77,8 @@ def synthetic_unseen(prep,        # the benchmark's prepared state; its data mus
                      seed:int,    # the benchmark seed, also the seed of the draw
                      device,      # where the split's images and labels live
                      ) -> Split:       # the synthetic D_u, shaped like splits['unseen']
-    "The methods' $D_u$ of a benchmark with `unseen='synthetic'`: as many images per class as its held-out $D_u$, generated from its training split"
+    """The methods' $D_u$ of a benchmark with `unseen='synthetic'`: as many images per class as its held-out $D_u$,
+    generated from its training split"""
     train = np.concatenate([splits['forget'].idx, splits['retain'].idx])
     counts = np.bincount(splits['unseen'].labels.cpu().numpy(), minlength=prep.data.num_classes)
     return synthetic_split(prep.data, train, counts, seed, device, like=splits['unseen'])

@@ -47,7 +47,8 @@ def validation_spec(spec:BenchmarkSpec, # the reported benchmark (instance unlea
                     val_seed:int=0,     # draws the validation sets; a reported seed is refused
                     heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut of val_seed
                    ) -> BenchmarkSpec:
-    "The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported one, its unseen and test sets outside every reported test set"
+    """The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported
+    one, its unseen and test sets outside every reported test set"""
     if spec.forget_class is not None: raise ValueError("class unlearning has a single forget set per class: there is none left to tune on")
     if spec.split not in (None, 'random'): raise ValueError(f"tuning draws its validation set from the paper's split rule, not "
                                                             f"{spec.split!r}")
@@ -166,7 +167,8 @@ def _tell(study,      # the study of the trial
           step:int,   # the run's epochs: the step its Avg Gap is reported at
           last:bool,  # the trial's last run
          ) -> bool:   # True when the trial is finished (complete, failed or pruned)
-    "Count a run of trial `t`: add its seconds; tell its Avg Gap after its last run (a non-finite one fails it), else report the rung's and prune when the pruner says so"
+    """Count a run of trial `t`: add its seconds; tell its Avg Gap after its last run (a non-finite one fails it), else
+    report the rung's and prune when the pruner says so"""
     t.set_user_attr('seconds', t.user_attrs['seconds'] + float(row.time_min)*60)
     ok = math.isfinite(row.avg_gap)
     if not ok or last: study.tell(t, float(row.avg_gap) if ok else None, state=TrialState.COMPLETE if ok else TrialState.FAIL); return True
@@ -217,7 +219,8 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
          heldout:str='unreported', # the validation unseen and test sets: outside every reported test set; 'paper': the paper's cut of val_seed
          **options                 # the executor's options: device, progress, ray_address, num_cpus
         ) -> optuna.Study:
-    "Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds; `prune`: by rungs of epochs"
+    """Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds;
+    `prune`: by rungs of epochs"""
     space, vspec = search_space(method), validation_spec(spec, seeds, val_seed, heldout)
     _check_budget(trials, budget_s, parallel)
     study = _open_tuning(vspec, method, space, out_dir, val_seed, sampler_seed, trials, budget_s, prune, prune_startup)
