@@ -13,8 +13,10 @@ __all__ = ['BUILTIN_PLUGINS', 'PLUGINS', 'PluginWarning', 'load_plugin', 'load_p
 # %% ../../nbs/core/06_catalog.ipynb #4a682933
 # the datasets' readers
 BUILTIN_PLUGINS = ('lotus_nb.data.formats_idx', 'lotus_nb.data.formats_cifar', 'lotus_nb.data.formats_folders', 'lotus_nb.data.mufac',
-                   'lotus_nb.methods.gold', 'lotus_nb.methods.finetune', 'lotus_nb.methods.neggrad', 'lotus_nb.methods.random_label', 'lotus_nb.methods.bad_teacher',   # the methods
-                   'lotus_nb.methods.scrub', 'lotus_nb.methods.ssd', 'lotus_nb.methods.unsir', 'lotus_nb.methods.salun', 'lotus_nb.methods.lotus', 'lotus_nb.methods.lotus_salun',
+                   'lotus_nb.methods.gold', 'lotus_nb.methods.finetune', 'lotus_nb.methods.neggrad',   # the methods
+                   'lotus_nb.methods.random_label', 'lotus_nb.methods.bad_teacher',
+                   'lotus_nb.methods.scrub', 'lotus_nb.methods.ssd', 'lotus_nb.methods.unsir', 'lotus_nb.methods.salun',
+                   'lotus_nb.methods.lotus', 'lotus_nb.methods.lotus_salun',
                    # the field's methods beyond the paper's (run when named)
                    'lotus_nb.methods.cf_k', 'lotus_nb.methods.eu_k', 'lotus_nb.methods.l1_sparse',
                    'lotus_nb.methods.fisher',

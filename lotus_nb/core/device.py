@@ -94,7 +94,8 @@ def to_device(model:nn.Module, # moved in place
               ) -> nn.Module:   # the same model, for chaining
     "Move `model` to `device`, in `channels_last` format where it runs in bf16 (faster convolutions)"
     device = torch.device(device)
-    return model.to(device, memory_format=torch.channels_last) if device.type == 'cuda' and precision_of(device) == 'bf16' else model.to(device)
+    return (model.to(device, memory_format=torch.channels_last) if device.type == 'cuda' and precision_of(device) == 'bf16'
+            else model.to(device))
 
 class Timer:
     "Context manager measuring wall-clock minutes, the device synchronised at both ends"

@@ -38,7 +38,8 @@ def plugin_packages() -> frozenset: # top-level package names
     "The packages that the installed entry points of `PLUGIN_GROUPS` name, read from the packages' metadata once (nothing is imported)"
     if 'names' not in _PLUGIN_PACKAGES:
         from importlib.metadata import entry_points   # the standard library's metadata reader: it reads files, imports no plugin
-        _PLUGIN_PACKAGES['names'] = frozenset(ep.value.split(':')[0].split('.')[0].strip() for g in PLUGIN_GROUPS for ep in entry_points(group=g))
+        _PLUGIN_PACKAGES['names'] = frozenset(ep.value.split(':')[0].split('.')[0].strip()
+                                              for g in PLUGIN_GROUPS for ep in entry_points(group=g))
     return _PLUGIN_PACKAGES['names']
 
 def layer_of(entry # a function, class or record about to be registered

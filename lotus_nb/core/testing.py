@@ -136,9 +136,11 @@ def write_cifar10(root,                 # folder to write cifar-10-batches-py/ i
         stride = max(1000, -(-len(ytr)//5))   # batch i draws from seed + stride*i on: no two images share a seed
         for i, part in enumerate(np.array_split(np.arange(len(ytr)), 5)):
             py2_pickle({b'batch_label': f'training batch {i+1} of 5'.encode(), b'labels': ytr[part].tolist(),
-                        b'data': _cifar_images(ytr[part], seed + stride*i, noise, jitter, imap), b'filenames': [f'img_{j}.png'.encode() for j in part]},
+                        b'data': _cifar_images(ytr[part], seed + stride*i, noise, jitter, imap),
+                        b'filenames': [f'img_{j}.png'.encode() for j in part]},
                        base/f'data_batch_{i+1}')
-        py2_pickle({b'batch_label': b'testing batch 1 of 1', b'labels': yte.tolist(), b'data': _cifar_images(yte, seed + 99_000, noise, jitter, imap),
+        py2_pickle({b'batch_label': b'testing batch 1 of 1', b'labels': yte.tolist(),
+                    b'data': _cifar_images(yte, seed + 99_000, noise, jitter, imap),
                     b'filenames': [f'test_{j}.png'.encode() for j in range(len(yte))]}, base/'test_batch')
     py2_pickle({b'num_cases_per_batch': 10000, b'label_names': [n.encode() for n in names], b'num_vis': 3072}, base/'batches.meta')
     (base/'readme.html').write_text('<meta HTTP-EQUIV="REFRESH" content="0; URL=http://www.cs.toronto.edu/~kriz/cifar.html">')
@@ -159,7 +161,8 @@ def write_cifar100(root,                 # folder to write cifar-100-python/ int
         for split, n, s in (('train', per_class, seed), ('test', test_per_class, seed + 50_000)):
             y = rng.permutation(np.repeat(np.arange(100), n))
             py2_pickle({b'filenames': [f'{split}_{j}.png'.encode() for j in range(len(y))], b'batch_label': f'{split} batch'.encode(),
-                        b'fine_labels': y.tolist(), b'coarse_labels': (y // 5).tolist(), b'data': _cifar_images(y, s, noise, jitter, imap)}, base/split)
+                        b'fine_labels': y.tolist(), b'coarse_labels': (y // 5).tolist(),
+                        b'data': _cifar_images(y, s, noise, jitter, imap)}, base/split)
     py2_pickle({b'fine_label_names': [f'class{c:02d}'.encode() for c in range(100)],
                 b'coarse_label_names': [f'super{c:02d}'.encode() for c in range(20)]}, base/'meta')
     return Path(root)
@@ -173,7 +176,7 @@ def write_tinyimagenet(root,             # folder to write tiny-imagenet-200/ in
                        size:int=64,      # image side in pixels
                        seed:int=0,       # seeds the validation labels and the images
                        n_test:int=2,     # unlabelled test images; the real set: 10,000
-                       val_balanced:bool=False, # the validation labels: n_val/n_classes of each class (as the real set), else random classes
+                       val_balanced:bool=False, # the validation labels: n_val/n_classes per class (as the real set), else random classes
                        noise:int=0,      # label_image's per-pixel noise
                        jitter:int=0,     # label_image's per-image band offsets
                        workers:int=1,    # processes drawing the images
@@ -203,7 +206,8 @@ def write_tinyimagenet(root,             # folder to write tiny-imagenet-200/ in
     return Path(root)
 
 # %% ../../nbs/core/07_testing.ipynb #cd544e98
-MUFAC_PLANTED = ('forget in retain', 'forget duplicate', 'retain duplicate', 'val in test', 'val duplicate', 'test in train', 'test duplicate')
+MUFAC_PLANTED = ('forget in retain', 'forget duplicate', 'retain duplicate', 'val in test', 'val duplicate', 'test in train',
+                 'test duplicate')
 
 def _mufac_copies(planted:dict, f:int, n:dict) -> list:
     "(kind, copy's split, row, source's split, row) of every planted copy; `n`: rows per split, `f`: forget rows of the training CSV"
@@ -211,7 +215,8 @@ def _mufac_copies(planted:dict, f:int, n:dict) -> list:
              'retain duplicate': ('train', f + 5, 'train', f + 4), 'val in test': ('val', 2, 'test', 3),
              'val duplicate': ('val', 5, 'val', 4), 'test in train': ('test', 6, 'train', f + 6), 'test duplicate': ('test', 8, 'test', 7)}
     where = {'forget in retain': ('forget', 'retain'), 'forget duplicate': ('forget', 'forget'), 'retain duplicate': ('retain', 'retain'),
-             'val in test': ('val', 'test'), 'val duplicate': ('val', 'val'), 'test in train': ('test', 'retain'), 'test duplicate': ('test', 'test')}
+             'val in test': ('val', 'test'), 'val duplicate': ('val', 'val'), 'test in train': ('test', 'retain'),
+             'test duplicate': ('test', 'test')}
     region = {'forget': ('train', 0, f), 'retain': ('train', f, n['train']), 'val': ('val', 0, n['val']), 'test': ('test', 0, n['test'])}
     free = {'forget': 4, 'retain': f + 7, 'val': 6, 'test': 9}     # the rows after the first copies' rows
     def take(r):
@@ -265,7 +270,8 @@ def write_mufac(root,              # folder to write the MUFAC folder into
                   for s, rs in rows.items() for r in rs if 'copy_of' not in r], workers)
     for s, rs in rows.items():
         for r in rs:
-            if 'copy_of' in r: shutil.copyfile(base/f"{r['copy_of'][0]}_images"/rows[r['copy_of'][0]][r['copy_of'][1]]['image_path'], base/f'{s}_images'/r['image_path'])
+            if 'copy_of' in r: shutil.copyfile(base/f"{r['copy_of'][0]}_images"/rows[r['copy_of'][0]][r['copy_of'][1]]['image_path'],
+                                               base/f'{s}_images'/r['image_path'])
         pd.DataFrame(rs, columns=['family_id', 'person_id', 'age_class', 'image_path']).to_csv(base/f'custom_{s}_dataset.csv', index=False)
     p = planted
     sizes = dict(forget=f - p['forget in retain'] - p['forget duplicate'], retain=n_train - f - p['retain duplicate'],
@@ -291,15 +297,18 @@ def write_imagenet(root,                    # folder to write imagenet/ into
     base = Path(root)/'imagenet'; base.mkdir(parents=True, exist_ok=True)
     wnids = [f'n{1440764+11*c:08d}' for c in range(n_classes)]
     n = n_classes*(per_class + val_per_class)
-    hw = (np.random.RandomState(seed + 1).uniform(1 - spread, 1 + spread, (n, 2))*(height, width)).round().astype(int) if spread else [(height, width)]*n
+    hw = ((np.random.RandomState(seed + 1).uniform(1 - spread, 1 + spread, (n, 2))*(height, width)).round().astype(int) if spread
+          else [(height, width)]*n)
     jobs, k = [], 0
     for c, w in enumerate(wnids):
         for i in range(per_class):
-            jobs.append((base/'train'/w/f'{w}_{10007+13*i}.JPEG', c, *map(int, hw[k]), seed+k, _grey(k, grey_every, c), noise, jitter)); k += 1
+            jobs.append((base/'train'/w/f'{w}_{10007+13*i}.JPEG', c, *map(int, hw[k]), seed+k, _grey(k, grey_every, c), noise, jitter))
+            k += 1
     yv = np.random.RandomState(seed).permutation(np.repeat(np.arange(n_classes), val_per_class))
     for i, c in enumerate(yv):
         name = f'ILSVRC2012_val_{i+1:08d}.JPEG'
-        jobs.append((base/'val'/(wnids[c] if val_layout == 'folders' else '')/name, int(c), *map(int, hw[k]), seed+k, False, noise, jitter)); k += 1
+        jobs.append((base/'val'/(wnids[c] if val_layout == 'folders' else '')/name, int(c), *map(int, hw[k]), seed+k, False, noise, jitter))
+        k += 1
     write_images(jobs, workers)
     torch.save(({w: (f'class {c}', f'alias {c}') for c, w in enumerate(wnids)}, [wnids[c] for c in yv]), base/'meta.bin')
     return Path(root)

@@ -109,9 +109,9 @@ class ImageData:
     augment: str = 'crop_flip' # batch augmentation while training, an augment_batch kind
     mean: tuple = None      # per-channel mean in [0,1]; computed from an in-memory x_train when None
     std: tuple = None       # per-channel std in [0,1]; computed with mean when None
-    fixed: dict = None      # a dataset's own split rule (MUFAC, ImageNet): fixed forget/retain/unseen/test positions or heldout_per_class; see dataset_splits
+    fixed: dict = None      # split rule of its own (MUFAC, ImageNet): fixed set positions or heldout_per_class (see dataset_splits)
     notes: dict = field(default_factory=dict) # what the loader reports, e.g. MUFAC's cleaning
-    views: dict = None      # the same images through another pipeline, by the method whose row is scored on them: {method: (x_train, x_heldout)} (the authors' ImageNet Original row)
+    views: dict = None      # {method: (x_train, x_heldout)}: the images through another pipeline for the method's row (ImageNet's Original)
     def __post_init__(self):
         if self.mean is None and self.in_memory and len(self.x_train):
             x = self.x_train.float()/255
@@ -299,7 +299,8 @@ def _made(f, name, root, download, only_root, options, img_size, train_size, in_
     d = copy.copy(d); d.notes = dict(d.notes); dflt = f.defaults   # the reader's own object is not changed
     if dflt.augment is not None: d.augment = dflt.augment
     if dflt.mean is not None: d.mean, d.std = dflt.mean, dflt.std
-    keep = (np.sort(stratified_sample(d.y_train, train_size/len(d.y_train), seed=0)) if train_size is not None and train_size < len(d.y_train)
+    keep = (np.sort(stratified_sample(d.y_train, train_size/len(d.y_train), seed=0))
+            if train_size is not None and train_size < len(d.y_train)
             else None)
     if keep is not None:
         d.y_train = d.y_train[keep]
@@ -327,7 +328,7 @@ def load_dataset(name:str,            # registry name, a key of DATASETS
                  download:bool=True,  # fetch the data when it is missing and the dataset can be downloaded
                  in_memory=None,      # True, False or 'auto'; None: the dataset's default
                  only_root:bool=False, # True: look in root alone (not $LOTUS_DATA nor the cache), and refuse when it is not there
-                 reuse:bool=False,    # True: read, subset, resized and read into memory once per process for the same arguments (LOADED_DATA; a benchmark's prepare)
+                 reuse:bool=False,    # True: read, subset, resized once per process for like arguments (LOADED_DATA; a benchmark's prepare)
                  **options,           # dataset-specific options of its loader (e.g. MUFAC's forget_rows)
                 ) -> ImageData:       # defaults applied: augmentation, normalisation, size
     "Load the dataset registered as `name`, with its defaults applied"

@@ -14,7 +14,8 @@ __all__ = ['CIFAR_GLOBALS', 'CIFAR_MEAN', 'CIFAR_STD', 'CIFAR10_CLASSES', 'LOTUS
            'read_cifar_pickle', 'read_cifar', 'load_cifar10', 'load_cifar100']
 
 # %% ../../nbs/data/12_formats_cifar.ipynb #e28f2a3c
-CIFAR_GLOBALS = {('numpy.core.multiarray', '_reconstruct'), ('numpy._core.multiarray', '_reconstruct'), ('numpy', 'ndarray'), ('numpy', 'dtype')}
+CIFAR_GLOBALS = {('numpy.core.multiarray', '_reconstruct'), ('numpy._core.multiarray', '_reconstruct'), ('numpy', 'ndarray'),
+                 ('numpy', 'dtype')}
 
 class CifarUnpickler(pickle.Unpickler):
     "An unpickler that builds only what CIFAR's files hold: numpy arrays and their dtypes, besides dicts, lists, strings and numbers"
@@ -79,7 +80,8 @@ def load_cifar10(root=None,    # folder searched first; see data_dirs
                  download=True, # let torchvision download the archive when it is not found
                  ):
     "CIFAR-10 from torchvision's `cifar-10-batches-py/` (downloaded by torchvision when missing and allowed)"
-    base, _ = find_data('cifar10', ['cifar-10-batches-py/batches.meta'], root, download=_torchvision_download('CIFAR10') if download else None)
+    base, _ = find_data('cifar10', ['cifar-10-batches-py/batches.meta'], root,
+                        download=_torchvision_download('CIFAR10') if download else None)
     xtr, ytr = read_cifar(base, [f'data_batch_{i}' for i in range(1, 6)], 'labels')
     xte, yte = read_cifar(base, ['test_batch'], 'labels')
     # the registered statistics: none computed

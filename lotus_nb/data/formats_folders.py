@@ -49,7 +49,8 @@ def _tiny_download(folder):
     download_and_extract_archive(TINY_URL, str(folder), md5=TINY_MD5)
 
 @register_dataset('tinyimagenet', model='resnet18', img_size=64, augment='crop_edge_flip', mean=TINY_MEAN, std=TINY_STD, in_memory='auto',
-                  train_images=100_000, heldout_images=10_000, num_classes=200, in_chans=3, label='TinyIN', in_paper=True, stand_in='fashionmnist',
+                  train_images=100_000, heldout_images=10_000, num_classes=200, in_chans=3, label='TinyIN', in_paper=True,
+                  stand_in='fashionmnist',
                   benchmark_by_arch={'vit': dict(augment='flip')})   # the ViT gets the flip alone (helpers/data_utils.py:116)
 def load_tinyimagenet(root=None,    # folder searched first; see data_dirs
                       download=True, # fetch the official archive when it is not found
@@ -83,8 +84,8 @@ def _images(folder) -> list: return sorted(p for p in Path(folder).iterdir() if 
                                                    'unsir': {'batch_size': 64}})) # UNSIR at 64, for memory (line 119)
 def load_imagenet(root=None,    # folder searched first; see data_dirs
                   download=True, # unused: ImageNet needs an account (see HOW_TO_GET)
-                  forget_rule:str='seeded', # 'seeded': each seed draws the 5 forget images of a class's 50; 'first': the authors' first 5 (data_utils.py:449-450)
-                  preprocess:str='authors', # 'authors': the unlearned rows' images through Resize(224) first, the Original row's without it; 'one': Resize(256), CenterCrop(224) for every row
+                  forget_rule:str='seeded', # 'seeded': 5 of each class's 50 by seed; 'first': the authors' first 5 (data_utils.py:449-450)
+                  preprocess:str='authors', # 'authors': Resize(224) first for unlearned rows; 'one': Resize(256), CenterCrop(224) for all
                   ):
     "ImageNet-1k: 50 training images per class (5 forget + 45 retain), the validation split as the held-out split"
     check_choice(forget_rule, IMAGENET_RULES, 'forget_rule'); check_choice(preprocess, IMAGENET_PREPROCESS, 'ImageNet pipeline')

@@ -108,10 +108,13 @@ def hash_diff_summary(pairs:dict,  # dataset label -> pair_distance_counts (the 
     for k in dict.fromkeys([*pairs, *dists]):
         r = rows[k] = {}
         if k in pairs:
-            c = pairs[k]; r.update({'pairs': int(c.sum()), 'mean pair distance': float(c @ np.arange(len(c)) / c.sum()), 'median pair distance': counts_median(c)})
+            c = pairs[k]
+            r.update({'pairs': int(c.sum()), 'mean pair distance': float(c @ np.arange(len(c)) / c.sum()),
+                      'median pair distance': counts_median(c)})
         if k in dists:
-            d = dists[k]; r.update({'forget images': len(d), 'median nearest distance': float(np.median(d)), 'share at 0 bits': float(np.mean(d == 0)),
-                                    f'share within {near} bits': float(np.mean(d <= near))})
+            d = dists[k]
+            r.update({'forget images': len(d), 'median nearest distance': float(np.median(d)), 'share at 0 bits': float(np.mean(d == 0)),
+                      f'share within {near} bits': float(np.mean(d <= near))})
     return pd.DataFrame.from_dict(rows, orient='index')
 
 # %% ../../nbs/data/22_hashing.ipynb #920b8474
@@ -122,7 +125,8 @@ def hash_diff_table(pairs:dict, # dataset label -> pair_distance_counts
                     dists:dict, # dataset label -> nearest distances (forget_retain_distances)
                    ) -> pd.DataFrame: # columns dataset, statistic, bits, count, cumulative
     "The data of `fig:hash_diff`: per dataset and statistic, the count at each distance (0..64 bits) and the cumulative share"
-    counts = [(k, 'all pairs', np.asarray(c)) for k, c in pairs.items()] + [(k, 'nearest', np.bincount(d, minlength=65)) for k, d in dists.items()]
+    counts = ([(k, 'all pairs', np.asarray(c)) for k, c in pairs.items()]
+              + [(k, 'nearest', np.bincount(d, minlength=65)) for k, d in dists.items()])
     return pd.concat([pd.DataFrame(dict(dataset=k, statistic=s, bits=np.arange(65), count=c, cumulative=np.cumsum(c)/max(c.sum(), 1)))
                       for k, s, c in counts], ignore_index=True)
 

@@ -120,7 +120,8 @@ class HFDataset(Dataset):
     @property
     def targets(self) -> torch.Tensor:
         "Every label (int64), read from the label column alone: no image is decoded"
-        if self._targets is None: self._targets = torch.from_numpy(np.asarray(self.ds.with_format('numpy', columns=[self.label])[:][self.label], dtype=np.int64))
+        if self._targets is None:
+            self._targets = torch.from_numpy(np.asarray(self.ds.with_format('numpy', columns=[self.label])[:][self.label], dtype=np.int64))
         return self._targets
     def view_of(self) -> tuple:
         "(the arrow files under the dataset, the positions of its items in them), or None where they cannot be told (see `hf_view`)"

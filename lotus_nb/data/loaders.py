@@ -138,7 +138,7 @@ class Split:
                train=False,    # shuffle and augment; False: the split in order, unaugmented
                seed=0,         # seeds the shuffling and augmentation
                tags=None,      # one bool per item, yielded as a third item; None: (x, y) batches
-               augment=None,   # None: augmented when train; True: the training augmentation in order (train=False), the evaluation of augmented images
+               augment=None,   # None: augmented if train; True: the training augmentation in order (train=False), to score augmented images
                positions=False, # True: each batch ends with its items' positions in this split
               ) -> Batches:
         "Shuffled and augmented batches when `train`, else the split in order (augmented, in order, with `augment=True`)"
@@ -217,8 +217,10 @@ class Tensors:
         tensors of the same kind"""
         if not isinstance(other, Tensors) or other.pixels != self.pixels: return None
         take = lambda s, p, t: t[torch.as_tensor(np.asarray(p), device=t.device)].to(self.x.device)
-        x, y = torch.cat([take(self, idx, self.x), take(other, oidx, other.x)]), torch.cat([take(self, idx, self.y), take(other, oidx, other.y)])
-        same = self.origin is not None and other.origin is not None and self.origin[0]() is not None and self.origin[0]() is other.origin[0]()
+        x, y = (torch.cat([take(self, idx, self.x), take(other, oidx, other.x)]),
+                torch.cat([take(self, idx, self.y), take(other, oidx, other.y)]))
+        same = (self.origin is not None and other.origin is not None and self.origin[0]() is not None
+                and self.origin[0]() is other.origin[0]())
         rows = [np.asarray(s.origin[1])[np.asarray(p)] for s, p in ((self, idx), (other, oidx))] if same else None
         return Tensors(x, y, self.pixels, (self.origin[0], np.concatenate(rows)) if same else None)
 
@@ -268,7 +270,8 @@ class Files:
             ):
         "`(x, y)` batches of the images `items`, decoded by workers in that order, on `device`"
         items = np.asarray(items); cuda = torch.device(device).type == 'cuda'
-        dl = DataLoader(_FileItems(self.files, self.y, items), batch_size=batch_size, num_workers=default_workers(len(items), self.num_workers),
+        dl = DataLoader(_FileItems(self.files, self.y, items), batch_size=batch_size,
+                        num_workers=default_workers(len(items), self.num_workers),
                         pin_memory=cuda, generator=quiet_generator())
         for xb, yb in dl: yield xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
     def join(self, idx, other, oidx): return None   # positions into other files would name other images
@@ -281,8 +284,12 @@ def device_splits(data:ImageData,      # a loaded dataset, in memory or on disk
                   num_workers:int=None, # decoding workers of streamed data; None: default_workers decides
                  ) -> dict:             # the five splits by name
     "The `forget`, `retain`, `retain_sub`, `unseen` and `test` splits of `data` on `device`: over its tensors in memory, else its files"
-    if data.in_memory: tr, ho = Tensors(data.x_train.to(device), data.y_train.to(device)), Tensors(data.x_heldout.to(device), data.y_heldout.to(device))
-    else: tr, ho = (Files(f, y.cpu(), torch.device(device), num_workers) for f, y in ((data.x_train, data.y_train), (data.x_heldout, data.y_heldout)))
+    if data.in_memory:
+        tr, ho = (Tensors(data.x_train.to(device), data.y_train.to(device)),
+                  Tensors(data.x_heldout.to(device), data.y_heldout.to(device)))
+    else:
+        tr, ho = (Files(f, y.cpu(), torch.device(device), num_workers)
+                  for f, y in ((data.x_train, data.y_train), (data.x_heldout, data.y_heldout)))
     kw = dict(augment=data.augment, mean=data.mean, std=data.std, size=size)
     return dict(forget=Split(tr, splits.forget, **kw), retain=Split(tr, splits.retain, **kw), retain_sub=Split(tr, splits.retain_sub, **kw),
                 unseen=Split(ho, splits.unseen, **kw), test=Split(ho, splits.test, **kw))
@@ -292,5 +299,6 @@ def unseen_split(data:ImageData, # a dataset whose held-out split is the unseen 
                  size:int=None,  # resize batches to size x size; None: as stored
                 ) -> Split:
     "Every held-out image of `data` as one split: CIFAKE's synthetic images as the unseen set $D_u$ of CIFAR-10"
-    src = Tensors(data.x_heldout.to(device), data.y_heldout.to(device)) if data.in_memory else Files(data.x_heldout, data.y_heldout.cpu(), torch.device(device))
+    src = (Tensors(data.x_heldout.to(device), data.y_heldout.to(device)) if data.in_memory
+           else Files(data.x_heldout, data.y_heldout.cpu(), torch.device(device)))
     return Split(src, np.arange(len(data.y_heldout)), 'none', data.mean, data.std, size)

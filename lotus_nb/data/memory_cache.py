@@ -59,7 +59,7 @@ def memory_of(ds,                   # a map-style Dataset of (x, y, ...) items w
               budget_gb:float=4.,   # the most memory its inputs may take
               progress:bool=True,   # show a progress bar while reading it
               num_workers:int=None, # DataLoader workers of the pass
-              mode='auto',          # as_split's cache argument (entries made under one mode serve only that mode), or 'fixed': read FixedDraws(ds)
+              mode='auto',          # as_split's cache argument (an entry serves only its own mode), or 'fixed': read FixedDraws(ds)
               read:bool=True,       # False: only an earlier read (None when there is none)
              ) -> Split:            # over Tensors; or None when it does not fit the budget
     """`read_into_memory(ds)` (or of its `FixedDraws`), once while `ds` lives: later calls reuse it unless its length,

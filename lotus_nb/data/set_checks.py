@@ -55,7 +55,8 @@ def _digests(owner,      # what the items belong to: a tensor, an ImageFiles, a 
     key = (id(owner), id(labels)); hit = _DIGESTS.get(key)
     if hit is None or hit[0]() is not owner or hit[1]() is not labels:
         drop = lambda _, k=key: _DIGESTS.pop(k, None)
-        hit = _DIGESTS[key] = (weakref.ref(owner, drop), (lambda: None) if labels is None else weakref.ref(labels, drop), np.zeros(n, 'V16'), np.zeros(n, bool))
+        hit = _DIGESTS[key] = (weakref.ref(owner, drop), (lambda: None) if labels is None else weakref.ref(labels, drop),
+                               np.zeros(n, 'V16'), np.zeros(n, bool))
     *_, dig, done = hit; pos = np.asarray(pos, dtype=np.int64); todo = np.unique(pos[~done[pos]])
     if len(todo): dig[todo], done[todo] = fn(todo), True
     return dig[pos]
@@ -68,15 +69,17 @@ def item_digests(s, # a split
     label)"""
     src = s.source
     if isinstance(src, Tensors):
-        kind = f"items {str(src.x.dtype).removeprefix('torch.')} {tuple(src.x.shape[1:])}"   # inputs of another dtype or shape are other items
+        kind = f"items {str(src.x.dtype).removeprefix('torch.')} {tuple(src.x.shape[1:])}"   # other dtypes or shapes are other items
         return kind, _digests(src.x, len(src.x), s.idx, lambda p: _hash_rows(src.x, src.y, p), src.y)
     if isinstance(src, Files):
-        return 'files', _digests(src.files, len(src.files), s.idx, lambda p: _hash_keys(f"{src.files.paths[j]}\0{int(src.y[j])}" for j in p), src.y)
+        return 'files', _digests(src.files, len(src.files), s.idx,
+                                 lambda p: _hash_keys(f"{src.files.paths[j]}\0{int(src.y[j])}" for j in p), src.y)
     if isinstance(src, Items):
         base, pos = src.where(s.idx)
         # ImageFolder and its kin: (path, label)
         if isinstance(getattr(base, 'samples', None), list) and len(base.samples) == len(base):
-            return 'files', _digests(base, len(base), pos, lambda p: _hash_keys(f"{base.samples[j][0]}\0{int(base.samples[j][1])}" for j in p))
+            return 'files', _digests(base, len(base), pos,
+                                     lambda p: _hash_keys(f"{base.samples[j][0]}\0{int(base.samples[j][1])}" for j in p))
         data, targets = getattr(base, 'data', None), getattr(base, 'targets', None)
         # CIFAR, MNIST...
         if isinstance(data, (torch.Tensor, np.ndarray)) and targets is not None and len(data) == len(targets) == len(base):
@@ -100,7 +103,7 @@ def _why(a, b):
     return _WHY['unseen' if 'unseen' in pair else 'test']
 
 def check_disjoint(sets:dict,           # name -> split (as as_splits returns them) or None; forget, retain, unseen and test are checked
-                   dup_tol:float=0.01,  # equal items (by content) up to this share of the smaller set are warned about (SetsWarning), not refused
+                   dup_tol:float=0.01,  # equal items (by content) up to this share of the smaller set: a SetsWarning, not refused
                   ) -> dict:            # 'a/b' -> how the pair was checked: 'index', 'content' or 'unchecked'
     """Refuse sets that share items, naming the two sets and how many items they share: by index where both are views of
     one dataset, else by content"""

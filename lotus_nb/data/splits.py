@@ -30,7 +30,7 @@ class Splits:
     `test` into the held-out split"""
     forget: np.ndarray      # training-split positions of the forget set $D_f$
     retain: np.ndarray      # every other training position: the retain set $D_r$
-    retain_sub: np.ndarray  # the seeded retain_pct subset of retain that LoTUS and Bad Teacher see (unstratified, as UnlearnTask draws it by default)
+    retain_sub: np.ndarray  # the seeded retain_pct subset of retain LoTUS and Bad Teacher see (unstratified: UnlearnTask's default draw)
     unseen: np.ndarray      # held-out positions of the unseen set $D_u$
     test: np.ndarray        # the rest of the held-out split: the test set
     seed: int               # the seed that drew these sets
@@ -187,7 +187,7 @@ def validation_splits(data:ImageData,       # a loaded dataset drawn by the pape
                       forget_class:int=None, # not defined: a class has one forget set
                       retain_pct:float=0.3,  # fraction of the retain set that LoTUS and Bad Teacher see
                       exclude_seeds=(),      # the reported seeds: no image of their forget sets, nor of their test sets, is drawn
-                      heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut for the seed
+                      heldout:str='unreported', # 'unreported': unseen, test outside all reported test sets; 'paper': the seed's paper cut
                       heldout_cut:str='stratified', # the reported benchmark's held-out cut (HELDOUT_CUTS): its test sets kept out
                      ) -> Splits:
     """A forget set of the reported size per class outside every forget set of `exclude_seeds`, unseen and test sets

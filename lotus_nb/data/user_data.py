@@ -31,7 +31,8 @@ def dataset_tensors(ds # a map-style Dataset
     if isinstance(ds, ConcatDataset):
         parts = [dataset_tensors(d) for d in ds.datasets]
         if not parts or any(p is None for p in parts): return None
-        if all(p[0] is parts[0][0] and p[1] is parts[0][1] for p in parts): return parts[0][0], parts[0][1], np.concatenate([p[2] for p in parts])
+        if all(p[0] is parts[0][0] and p[1] is parts[0][1] for p in parts):
+            return parts[0][0], parts[0][1], np.concatenate([p[2] for p in parts])
         x = torch.cat([p[0][torch.as_tensor(p[2])] for p in parts]); y = torch.cat([p[1][torch.as_tensor(p[2])] for p in parts])
         return x, y, np.arange(len(x))
     return None
@@ -102,7 +103,8 @@ def _check_class_indices(y, what:str, per_item:bool):
     "Refuse `y` (a label tensor, or one item's label) unless it holds class indices"
     try: lab = y if isinstance(y, torch.Tensor) else torch.as_tensor(np.asarray(y))
     except (TypeError, ValueError): lab = None
-    if lab is None or (lab.numel() != 1 if per_item else lab.ndim != 1) or lab.is_complex() or lab.is_floating_point() and not torch.equal(lab, lab.round()):
+    if (lab is None or (lab.numel() != 1 if per_item else lab.ndim != 1) or lab.is_complex()
+            or lab.is_floating_point() and not torch.equal(lab, lab.round())):
         got = f"of shape {tuple(lab.shape)} and dtype {lab.dtype}" if lab is not None else f"of type {type(y).__name__}"
         raise ValueError(f"{what}: labels must be class indices (one integer per item), got {'a label' if per_item else 'a label tensor'} "
                          f"{got}: "
@@ -135,7 +137,8 @@ def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging 
                              f"({getattr(dl.collate_fn, '__qualname__', dl.collate_fn)}) would be skipped: do what it does in the Dataset "
                              f"(a transform) and pass that")
         sm = dl.batch_sampler if dl.batch_sampler is not None and type(dl.batch_sampler) is not BatchSampler else dl.sampler
-        if isinstance(sm, SubsetRandomSampler) and not isinstance(data, IterableDataset): data = Subset(data, torch.as_tensor(sm.indices).tolist())
+        if isinstance(sm, SubsetRandomSampler) and not isinstance(data, IterableDataset):
+            data = Subset(data, torch.as_tensor(sm.indices).tolist())
         elif not (isinstance(data, IterableDataset) or type(sm) is SequentialSampler
                   or type(sm) is RandomSampler and not sm.replacement and sm.num_samples == len(data)):
             raise ValueError(f"{what}: a DataLoader is read as its Dataset (the methods batch and shuffle it themselves), and its "
@@ -169,7 +172,7 @@ def user_dataset(data,            # a torch Dataset or DataLoader, or a Hugging 
 
 # %% ../../nbs/data/20_user_data.ipynb #bec724ea
 def as_split(data,               # a Split, a torch Dataset or a DataLoader
-             cache='auto',       # 'auto': read a Dataset into memory when it fits and is not random; True: even when random; False: stream it
+             cache='auto',       # 'auto': read a Dataset into memory if it fits and is not random; True: even when random; False: stream it
              budget_gb:float=4., # the most memory a Dataset read into memory may take
              progress:bool=True, # show a progress bar while reading a Dataset into memory
              what:str='data',    # how an error message names it, e.g. 'the forget set'

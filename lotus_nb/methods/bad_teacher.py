@@ -24,7 +24,7 @@ TEACHERS = ('pretrained', 'random')
 
 def incompetent_teacher(original:nn.Module,   # f_orig: only its architecture (and pretrained start) is used; left unchanged
                         seed:int=0,            # seeds the random initialisation (of the head, for a pretrained start)
-                        teacher:str='pretrained', # 'pretrained': start_copy (random unless f_orig was fine-tuned from pretrained weights); 'random'
+                        teacher:str='pretrained', # 'pretrained': start_copy (random unless f_orig was tuned from pretrained); or 'random'
                        ) -> nn.Module:         # the incompetent teacher, frozen, in eval mode
     "The incompetent teacher of `original`'s architecture, frozen in eval mode: `start_copy` ('pretrained') or `reinit_copy` ('random')"
     make = start_copy if check_choice(teacher, TEACHERS, 'teacher') == 'pretrained' else reinit_copy

@@ -42,8 +42,8 @@ class UnlearnTask:
     forget_class: int = None  # set for class unlearning
     retrain: Callable = None  # retrain() -> (model, meta): $f_{gold}$ (a benchmark passes its cached one)
     original_meta: dict = None # how $f_{orig}$ was trained (time_min, history): the Original's row
-    check_sets: bool = True    # refuse sets that share items (check_disjoint) or that the model cannot take (check_model_fits, in unlearn); False: unchecked, as lotus_nb 0.4
-    retain_draw: str = 'uniform' # retain_subset's draw: 'uniform' (int(retain_pct * n) of D_r, the authors') or 'stratified' (each class's share, ours before)
+    check_sets: bool = True    # refuse sets sharing items (check_disjoint) or unfit to the model (check_model_fits); False: unchecked (0.4)
+    retain_draw: str = 'uniform' # retain_subset's draw: 'uniform' (int(retain_pct * n) of D_r: the authors'), 'stratified' (ours before)
     orig_acc_unseen: float = None # Acc(f_orig, D_u) where measured on these sets already (lotus_unlearn); None: LoTUS measures it
     def __post_init__(self):
         # the arguments, then every set, before any set is read
@@ -57,7 +57,8 @@ class UnlearnTask:
         """A copy of the task whose splits held in memory (a user's TensorDatasets, our images) are on `device`, moved
         once (a no-op where they are)"""
         mv = lambda s: None if s is None else s.to(device)
-        return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen), retain_sub=mv(self.retain_sub),
+        return dataclasses.replace(self, forget=mv(self.forget), retain=mv(self.retain), unseen=mv(self.unseen),
+                                   retain_sub=mv(self.retain_sub),
                                    check_sets=False)   # the same sets, checked already (and a device's tensors are not hashed again)
     def retain_subset(self):
         "The seeded `retain_pct` of $D_r$ (unstratified by default, as the authors draw it), drawn on first use"
@@ -97,7 +98,7 @@ class MethodConfig:
     weight_decay: float = 5e-4 # L2 penalty of the optimiser (decoupled for AdamW)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32)}
     class_defaults: ClassVar[dict] = {}
-    renamed: ClassVar[dict] = {}   # a field's old name -> its name now: the old keyword still works (DeprecationWarning), and a row's setup keeps the old name
+    renamed: ClassVar[dict] = {}   # old field name -> name now: the old keyword still works (DeprecationWarning), a row's setup keeps it
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.running.tuner searches
 
 METHODS = Registry('method')
@@ -110,7 +111,7 @@ def register_method(name:str,                 # the name users pass to unlearn
                     role:str='method',        # 'original' or 'gold' (the references: compared with, never ranked), or 'method'
                     order:float=None,         # its column in the paper's tables; None: after the ordered ones, in registration order
                     paper:bool=False,         # one of the paper's columns (tab:avg_gap and the tables like it); False: ours, or a plugin's
-                    kinds:tuple=KINDS,        # the kinds of unlearning it supports ('instance', 'class'); unlearn and the grid refuse the others
+                    kinds:tuple=KINDS,        # the unlearning kinds it supports ('instance', 'class'); unlearn and the grid refuse others
                     default_run:bool=True):   # run by a benchmark whose methods are None (False: only when named)
     """Decorator: register `f(original, task, cfg, progress) -> Unlearned` under `name` with its config class, display
     name, role, order, whether the paper compares it, the kinds it supports and whether a default run runs it"""

@@ -32,6 +32,8 @@ def demo_task(dataset:str='digits',    # a name load_dataset knows, e.g. 'digits
     if augment is not None: d.augment = augment
     ts = device_splits(d, make_splits(d.y_train, d.y_heldout, forget_pct, seed=seed, forget_class=forget_class))
     set_seed(seed); f_orig = create_model(model, d.num_classes, d.in_chans, d.img_size)
-    meta = fit(f_orig, ts['forget'] + ts['retain'], Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None, schedule='cosine', keep='best'), seed=seed, progress=False)
-    return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes, original_meta=meta,
+    meta = fit(f_orig, ts['forget'] + ts['retain'],
+               Recipe(epochs=epochs, batch_size=128, warmup=1, patience=None, schedule='cosine', keep='best'), seed=seed, progress=False)
+    return f_orig.eval(), ts, UnlearnTask(ts['forget'], ts['retain'], ts['unseen'], seed=seed, num_classes=d.num_classes,
+                                          original_meta=meta,
                                           forget_class=forget_class)

@@ -94,7 +94,7 @@ class LotusConfig(MethodConfig):
     gumbel: bool = True             # False: softmax with temperature (Table tab:gumbel)
     class_unlearning: bool = False  # Acc(f_orig, D_u) := 0 (supplement, section 14)
     authors_stop: bool = False      # the public code's rounding and early stop (until 0.7: legacy_stop)
-    forget_acc: str = 'augmented'   # Acc(f_un, D_f) in tau_d on a fresh draw of D_f's training augmentation each epoch (the authors'), or 'clean'
+    forget_acc: str = 'augmented'   # Acc(f_un, D_f) in tau_d on D_f's training augmentation drawn anew each epoch (the authors') or 'clean'
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=1e-6)}
     class_defaults: ClassVar[dict] = dict(class_unlearning=True, alpha=32.)
     renamed: ClassVar[dict] = dict(legacy_stop='authors_stop')   # the old keyword works until 0.9; a row's setup keeps it
@@ -114,7 +114,7 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
           cfg:LotusConfig,      # hyperparameters
           progress:bool=True,   # show a progress bar
           grad_hook=None,       # grad_hook(student) between backward and step (LoTUS + SalUn's mask); None: none
-          on_epoch=None,        # on_epoch(student, epoch) before each epoch's forget accuracy (an observer, e.g. of the other accuracy); None: none
+          on_epoch=None,        # on_epoch(student, epoch) before each epoch's forget accuracy (an observer, e.g. of another accuracy)
          ) -> Unlearned:        # f_un in eval mode; record: per-epoch trace, acc_unseen, stop_epoch
     "LoTUS: distil the Gumbel-perturbed teacher into the student on $D_f \\cup$ a subset of $D_r$"
     check_choice(cfg.forget_acc, FORGET_ACCS, 'forget_acc')
@@ -143,7 +143,8 @@ def lotus(original:nn.Module,  # f_orig: the teacher and the student's starting 
         graphable(loss_fn, draws=(lambda b: [torch.empty(len(b[0]), k, device=dev).exponential_()]) if cfg.gumbel else None)
     for epoch in tqdm(range(cfg.epochs), disable=not progress, desc='LoTUS'):
         if on_epoch is not None: on_epoch(student, epoch)
-        acc_f = accuracy_of(student, task.forget, sync=not fast, augment_seed=forget_draw(task.seed, epoch) if cfg.forget_acc == 'augmented' else None)
+        acc_f = accuracy_of(student, task.forget, sync=not fast,
+                            augment_seed=forget_draw(task.seed, epoch) if cfg.forget_acc == 'augmented' else None)
         if cfg.authors_stop:     # the public code (lotus_class.py:296-305): rounded accuracies, their float difference
             a_f = authors_accuracy(acc_f, len(task.forget))
             if authors_stop_reached(a_f, a_u): stop = epoch; break
@@ -166,7 +167,7 @@ def lotus_unlearn(model:nn.Module,       # f_orig, trained on forget and retain 
                   arch:str='resnet',     # 'resnet' or 'vit': which of the paper's hyperparameters apply
                   progress:bool=True,    # show a progress bar
                   forget_class:int=None, # the class the forget set holds, for class unlearning
-                  check_sets:bool=True,  # refuse overlapping sets and a model that cannot take them, warn of a forget set not memorised; False: unchecked
+                  check_sets:bool=True,  # refuse overlapping sets or a model unfit for them; warn if D_f is not memorised; False: unchecked
                   **hyper,               # LotusConfig fields to override, e.g. alpha=4, epochs=5
                  ):
     """Unlearn `forget` from `model` with LoTUS, after checking the sets (and, in instance unlearning, that the model

@@ -41,7 +41,7 @@ def with_tags(first,           # a split whose samples get the tag True (LoTUS's
               second,          # a split whose samples get the tag False
               batch_size:int,  # samples per batch, both splits mixed
               seed:int,        # seeds the shuffling and the augmentation
-              shuffle:bool=True, # False: in order, the first set's block then the second's, augmented where the split draws its own augmentation
+              shuffle:bool=True, # False: in order, the first set's block then the second's, augmented where its split draws augmentation
               positions:bool=False, # True: (x, y, tag, pos), pos the items' positions in first + second (unaugmented splits)
              ):
     "A shuffled, augmented loader over `first + second` yielding `(x, y, tag)`, `tag` True for `first`'s samples"

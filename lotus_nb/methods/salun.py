@@ -63,7 +63,8 @@ class SalunConfig(RandomLabelConfig):
     lr: float = 1e-3             # of the masked Random Labeling (salun_class.py:139); Table tab:hyperparams' 0.1: an override
     mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
     mask_images: str = 'clean'   # 'clean', in order; 'augmented': the authors' forget training loader (salun_class.py:60-80)
-    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), mask_fraction=Range(0.05, 0.9))  # Table tab:hyperparams' 0.1 inside
+    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20),   # Table tab:hyperparams' 0.1 inside
+                                        mask_fraction=Range(0.05, 0.9))
 
 @register_method('salun', SalunConfig, display='SalUn', order=9, paper=True)
 def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)

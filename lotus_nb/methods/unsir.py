@@ -39,10 +39,10 @@ def error_maximizing_noise(model:nn.Module,      # the model being unlearned; it
                            hi:torch.Tensor,       # per-channel upper bound of valid inputs (from input_range)
                            steps:int=5,           # Adam steps on the noise
                            lr:float=0.01,         # Adam's learning rate on the noise
-                           mode:str='train',      # 'train': BatchNorm on batch statistics, updating its running ones (unsir_class.py:149-161); 'eval': neither
+                           mode:str='train',      # 'train': BatchNorm on batch statistics, updating its running ones; 'eval': neither
                           ) -> tuple:             # (noise shaped like x_forget, Adam steps actually taken)
     """Noise shaped like `x_forget` after `steps` Adam steps on $-\\mathrm{MSE}(f(noise), f(x_f))$, clamped to
-    `[lo, hi]`; returns `(noise, steps_taken)`"""
+    `[lo, hi]`; returns `(noise, steps_taken)`. `mode='train'` is the authors' (unsir_class.py:149-161)"""
     dev, was_training = x_forget.device, model.training
     model.train(check_choice(mode, ('train', 'eval'), 'noise mode') == 'train')
     with torch.no_grad(), autocast(dev): target = model(x_forget).float()
@@ -67,7 +67,7 @@ def impair_epoch(model:nn.Module,             # the model being unlearned; train
                  noise_lr:float=0.01,         # Adam's learning rate on the noise
                  noise_fn=error_maximizing_noise, # noise_fn(model, x_f, lo, hi, steps, lr, mode) -> (noise, steps_taken)
                  noise_mode:str='train',      # the model's mode while the noise is optimised: 'train' or 'eval'
-                 full:int=None,               # skip a pair unless both batches hold that many images (unsir_class.py:136-140); None: cut to the common size
+                 full:int=None,               # skip a pair with a batch under this size (unsir_class.py:136-140); None: cut to the smaller
                 ) -> dict:                    # loss: mean impair loss; noise_steps: steps taken for each pair
     """One impair pass: per pair, error-maximising noise, then one step on $CE(f(noise), y_r) + CE(f(x_r), y_r)$;
     returns the mean loss and the noise steps of each pair"""
@@ -143,7 +143,8 @@ def unsir(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)
     student = student_of(original)
     cap = cfg.retain_per_class or (100 if num_classes_of(original, task) >= 100 else 1000)
     retain, (lo, hi) = per_class_subset(task.retain, cap, task.seed), input_range(task.forget)
-    opt, full = make_optimizer(student.parameters(), cfg), cfg.batch_size if check_choice(cfg.pairs, ('cut', 'full'), 'pairs rule') == 'full' else None
+    opt, full = (make_optimizer(student.parameters(), cfg),
+                 cfg.batch_size if check_choice(cfg.pairs, ('cut', 'full'), 'pairs rule') == 'full' else None)
     once = check_choice(cfg.retain_augment, ('fresh', 'once'), 'retain_augment') == 'once'
     rb = DrawnOnce(retain, cfg.batch_size, task.seed) if once else retain.loader(cfg.batch_size, train=True, seed=task.seed)
     fb = task.forget.loader(cfg.batch_size, train=True, seed=task.seed + 1)

@@ -114,7 +114,8 @@ def rbf_decision(clf,              # a fitted binary scikit-learn SVC with an RB
     X, sn, out = np.ascontiguousarray(X, dtype=np.float64), np.einsum('kj,kj->k', sv, sv), []
     for i in range(0, len(X), chunk):   # numpy's einsum: one thread, no BLAS pool (see below)
         xb = X[i:i+chunk]
-        out.append(np.einsum('ik,k->i', np.exp(-clf._gamma * (np.einsum('ij,ij->i', xb, xb)[:, None] + sn - 2 * np.einsum('ij,kj->ik', xb, sv))), coef))
+        out.append(np.einsum('ik,k->i', np.exp(-clf._gamma * (np.einsum('ij,ij->i', xb, xb)[:, None] + sn
+                                                               - 2 * np.einsum('ij,kj->ik', xb, sv))), coef))
     return np.concatenate(out or [np.zeros(0)]) + clf.intercept_[0]
 
 # %% ../../nbs/metrics/53_evaluation.ipynb #e9125de4
@@ -205,7 +206,7 @@ class Reference:
     rand_forget: torch.Tensor = None    # f_rand probabilities on D_f (ZRF)
     orig_test: torch.Tensor = None      # f_orig probabilities on the test set (the authors' RF-JSD, rf_jsd_authors)
     y_test: torch.Tensor = None         # the labels of the test set (its classes)
-    augmented: tuple = ()               # the sets whose outputs were read augmented ('forget'), and augment_seed: evaluate refuses another choice
+    augmented: tuple = ()               # the sets whose outputs were read augmented ('forget'), and augment_seed: evaluate refuses others
 
 AUGMENTABLE = ('forget', 'retain')   # the sets the authors read through their training augmentation (helpers/data_utils.py:296-304)
 
@@ -331,13 +332,13 @@ def evaluate(model:nn.Module,           # the model scored: f_un, or a reference
              f_gold=None,               # the gold standard model, for JSD; None (and no ref): no JSD
              f_orig=None,               # the original model, for RF-JSD (on unseen) and rf_jsd_authors (on test); None: neither
              f_rand=None,               # a randomly initialised network, for ZRF; None: no ZRF
-             mia_nonmember:str=None,    # the entropy MIA's non-members (MIA_NONMEMBERS); None: 'test+unseen' (the authors'), 'test' without unseen
+             mia_nonmember:str=None,    # entropy MIA's non-members (MIA_NONMEMBERS); None: the authors' 'test+unseen', 'test' if no unseen
              batch_size:int=1024,       # images per forward pass
              authors_jsd:bool=False,    # the public code's JSD formula in the jsd column (see jsd); jsd_authors has it always
              return_entropies:bool=False, # also return each split's per-sample output entropies (those the entropy MIA read)
-             defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (see resolve)
+             defer_attacks:bool=False,   # run the three MIAs' scikit-learn fits in a background thread: their values are Futures (resolve)
              check_sets:bool=True,       # refuse sets that share items or that the model cannot take; False: unchecked
-             augmented=(),               # sets scored through their training augmentation, ('forget', 'retain'): the authors'; (): clean images (ours)
+             augmented=(),               # sets scored via their training augmentation: ('forget', 'retain'), the authors'; (): clean (ours)
              augment_seed:int=0,         # seeds that one draw, shared by every metric (and by ref's f_gold outputs)
              mia_mode:str='eval',        # the entropy MIA's passes (MIA_MODES): 'eval'; 'authors': first, train mode, one image each
             ) -> dict:

@@ -293,7 +293,7 @@ def standing(results:pd.DataFrame,  # rows of one benchmark, Gold's included
              method:str='lotus',    # the method whose place is asked
              col:str='avg_gap',     # a aggregate_authors column, e.g. 'avg_gap', 'jsd_authors'
              methods=None           # the ranked table's methods; None: paper_methods()
-            ) -> dict: # value, rank, of, best (methods), best_value, and behind ('k of n seeds': the best below it) where it is not best; {} where it did not run
+            ) -> dict: # value, rank, of, best (methods), best_value, behind ('k of n seeds': the best below it) if not best; {} if not run
     "Where `method` stands in a paper-shaped row: its printed value, its rank, the best methods, and the seeds where they beat it"
     agg = _authors_agg(results, paper_methods() if methods is None else methods)
     v = agg[col][[m for m in agg.index if not is_reference(m)]].dropna() if col in agg else pd.Series(dtype=float)
@@ -321,14 +321,16 @@ def moved_table(results:pd.DataFrame, # rows of one benchmark, the Original's in
     """Per unlearning method: forget accuracy (mean ± std) and the Original's, the mean change, its optimiser steps and
     its paper's (where recorded), and 'no change' in the seeds whose rows did not move"""
     if role_method('original') not in set(results.method): return pd.DataFrame()
-    r = results.assign(_still=no_change(results, tol), _orig=results.seed.map(results[results.method == role_method('original')].groupby('seed').acc_forget.first()))
+    r = results.assign(_still=no_change(results, tol),
+                       _orig=results.seed.map(results[results.method == role_method('original')].groupby('seed').acc_forget.first()))
     out = {}
     for m in ordered_methods([m for m in r.method.unique() if not is_reference(m)]):
         d = r[r.method == m]; k, n = int(d._still.sum()), len(d)
         out[display_name(m)] = {'Forget Acc.': fmt_pm(d.acc_forget.mean(), d.acc_forget.std(ddof=1) if n > 1 else 0., 3),
                                 'Original': f'{d._orig.mean():.3f}', 'Change': f'{(d.acc_forget - d._orig).mean():+.3f}',
                                 'Steps': f"{d.steps.mean():.0f}" if 'steps' in d and d.steps.notna().any() else MISSING,
-                                "Paper's steps": f"{d.paper_steps.mean():.0f}" if 'paper_steps' in d and d.paper_steps.notna().any() else MISSING,
+                                "Paper's steps": (f"{d.paper_steps.mean():.0f}" if 'paper_steps' in d and d.paper_steps.notna().any()
+                                                  else MISSING),
                                 'Moved': 'no change' if k == n else f'no change in {k} of {n} seeds' if k else 'yes'}
     t = pd.DataFrame(out).T; t.attrs['rank'] = {}
     return t

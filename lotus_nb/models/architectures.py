@@ -136,8 +136,8 @@ class CifarResNet(ResNet):
                  in_chans:int=3,     # image channels
                  width:int=64,       # base width w: the four stages have w, 2w, 4w, 8w channels
                  layers=(2,2,2,2),   # BasicBlocks per stage; (2,2,2,2) is ResNet18
-                 init:str='default', # 'torchvision': built and initialised as torchvision's ResNet (width 64); 'default': PyTorch's init of each layer
-                 weights:dict=None,  # with init='torchvision': a state dict of torchvision's ResNet (1000 classes), loaded before the stem and head are replaced
+                 init:str='default', # 'torchvision': built, initialised as torchvision's ResNet (width 64); 'default': PyTorch's layer init
+                 weights:dict=None,  # init='torchvision': torchvision's ResNet state dict (1000 classes), loaded, then stem, head replaced
                 ):
         check_choice(init, ('default', 'torchvision'), 'init')
         if init == 'torchvision':
@@ -228,7 +228,8 @@ def read_state_dict(path,              # a .safetensors or torch.save file; ~ is
                                          f"this one "
                                          f"holds other objects. {str(e).splitlines()[0]}") from e
     if isinstance(ck, dict):                                  # timm's unwrapping of training checkpoints
-        found = [k for k in ('state_dict_ema', 'model_ema') if use_ema and ck.get(k) is not None] + [k for k in ('state_dict', 'model') if k in ck]
+        found = ([k for k in ('state_dict_ema', 'model_ema') if use_ema and ck.get(k) is not None]
+                 + [k for k in ('state_dict', 'model') if k in ck])
         if found: ck = ck[found[0]]
     return {k.removeprefix('_orig_mod.').removeprefix('module.').removeprefix('_orig_mod.'): v for k, v in ck.items()}
 

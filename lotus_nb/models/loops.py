@@ -156,10 +156,10 @@ def counting_steps():
 # %% ../../nbs/models/27_loops.ipynb #950e6d2e
 @torch.no_grad()
 def predict(model:nn.Module,     # run in eval mode (or train mode, see train); its previous mode is restored
-            split:Split,          # read in order, not augmented (a user's random transform: one fixed draw per item); as_split makes one of a Dataset
+            split:Split,          # read in order, not augmented (a user's random transform: one fixed draw per item); as_split makes one
             batch_size:int=1024,  # images per forward pass (does not change the result)
             progress:bool=False,  # show a tqdm bar
-            augment_seed:int=None, # None: clean images; a seed: the split's training augmentation, drawn with it, in order (a split without one: clean)
+            augment_seed:int=None, # None: clean images; a seed: the split's training augmentation drawn with it, in order (if none: clean)
             train:bool=False,     # True: train mode (BatchNorm by each batch, its running statistics updated: the authors' MIA)
             ) -> tuple:           # (logits n x classes float32, labels n), both on the model's device
     "Logits (float32) and labels of `model` over `split`, in eval mode (train mode with `train`), on the model's device"
@@ -240,7 +240,8 @@ class StepGraph:
                  emulate:bool,         # True: replay as eager steps on the static buffers (checkable on the CPU)
                  device):              # the model's device
         self.model, self.loss_fn, self.hook, self.key, self.emulate = model, loss_fn, grad_hook, _loss_key(loss_fn), emulate
-        self.warmup, self.seen, self.sig, self.static, self.graph, self.loss, self.grads, self.failed = max(1, warmup), 0, None, None, None, None, None, False
+        self.warmup, self.seen, self.sig, self.static, self.graph, self.loss, self.grads, self.failed = (max(1, warmup), 0, None, None,
+                                                                                                         None, None, None, False)
         self.deferred = False   # the capture waited a step once already, for draws as long as the batch
         self.stream = None if emulate else torch.cuda.Stream(device)
     def matches(self, model, loss_fn, grad_hook, emulate) -> bool: # same model, hook, emulate flag and loss key
@@ -275,7 +276,7 @@ class StepGraph:
         """An eager step on the graph's own stream, where the warm-up ran and the capture runs: a batch of another
         shape, or after a failed capture"""
         count_path('eager_steps'); return self._eager(batch, opt, device)
-    def _eager(self, batch, opt, device):   # on the capture stream: the parameters' AccumulateGrad nodes (kept alive by the captured loss) see one stream
+    def _eager(self, batch, opt, device):   # on the capture stream: AccumulateGrad nodes (kept alive by the captured loss) see one stream
         # every eager step of a graphed epoch comes here (warm-up, a batch or draw of another shape, a failed capture): one on the
         # current stream made torch warn "The AccumulateGrad node's stream does not match" (NegGrad+'s partial forget batch)
         if self.emulate: return train_step(self.model, batch, self.loss_fn, opt, self.hook, device)

@@ -90,16 +90,17 @@ def memorisation_warning(model:torch.nn.Module, # f_orig
                          forget,           # D_f: a split, Dataset or DataLoader
                          unseen,           # D_u: the same kinds
                          acc_tol:float=0.02, # a forget accuracy higher by at most this (and within 2 standard errors) tells nothing
-                         loss_tol:float=0.5, # a forget loss lower by at most this share of the unseen loss (and within 2 standard errors) tells nothing
+                         loss_tol:float=0.5, # a forget loss lower by at most this share of the unseen loss (and within 2 SE) tells nothing
                          alpha:float=2.,   # LoTUS's alpha, for the tau_d the message quotes
-                         outputs:dict=None, # {'forget': (logits, y), 'unseen': (logits, y)} already computed (by predict); None: computed here
+                         outputs:dict=None, # {'forget': (logits, y), 'unseen': (logits, y)} already computed (predict); None: computed here
                         ) -> dict:         # the two sets' fit_stats and 'tells': whether the model tells them apart
     """Warn (`MemorisationWarning`) when `model` fits `forget` no better than `unseen`: accuracy and mean loss both
     within tolerance of the unseen set's"""
     outputs = outputs or {k: predict(model, s) for k, s in (('forget', forget), ('unseen', unseen))}
     f, u = (fit_stats(*outputs[k]) for k in ('forget', 'unseen'))
     acc_gap, loss_gap = f['acc'] - u['acc'], u['loss'] - f['loss']
-    acc_bar, loss_bar = max(acc_tol, 2*math.hypot(f['acc_se'], u['acc_se'])), max(loss_tol*u['loss'], 2*math.hypot(f['loss_se'], u['loss_se']))
+    acc_bar, loss_bar = (max(acc_tol, 2*math.hypot(f['acc_se'], u['acc_se'])),
+                         max(loss_tol*u['loss'], 2*math.hypot(f['loss_se'], u['loss_se'])))
     tells = acc_gap > acc_bar or loss_gap > loss_bar
     if not tells:
         warnings.warn(f"the original model does not tell the forget set from the unseen set: accuracy {f['acc']:.3f} against "

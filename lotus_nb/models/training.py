@@ -14,7 +14,8 @@ from ..data.loaders import Split
 from ..data.user_data import as_split
 from ..core.device import get_device, set_seed, autocast, model_device, to_device, Timer
 from .loops import (FAST, path_stats, count_path, set_fast, fast_path, fast_enabled, OPTIMIZERS, new_optimizer, set_lr, device_batches,
-                            cudnn_benchmark, n_batches, predict, accuracy_of, train_step, graphable, StepGraph, step_graph, train_epoch, ce_loss)
+                            cudnn_benchmark, n_batches, predict, accuracy_of, train_step, graphable, StepGraph, step_graph,
+                            train_epoch, ce_loss)
 from .checkpoints import CACHE_VERSION, cache_key, save_checkpoint, load_checkpoint
 
 log = logging.getLogger('lotus_nb')
@@ -40,11 +41,12 @@ class Recipe:
     weight_decay: float = 5e-4 # SGD weight decay (L2)
     warmup: int = 30           # epochs of linear warm-up before the decay (unused by schedule 'constant')
     patience: int = 50         # early stopping on validation loss; None trains all epochs
-    schedule: str = 'linear'   # 'linear': the authors' (per epoch, warm-up then linear decay); 'cosine': ours (per step, warm-up then cosine); 'constant'
-    keep: str = 'last'         # the weights fit returns: 'last' (the authors' run: the epoch training stopped at) or 'best' (lowest validation loss)
-    val_loss: str = 'batches'  # early stopping's loss: 'batches' (the mean of the means of validation batches of batch_size: the authors') or 'samples'
+    schedule: str = 'linear'   # 'linear': theirs (per epoch, warm-up, linear decay); 'cosine': ours (per step, warm-up, cosine); 'constant'
+    keep: str = 'last'         # the weights fit returns: 'last' (the authors': where training stopped) or 'best' (lowest validation loss)
+    val_loss: str = 'batches'  # early stopping's loss: 'batches' (mean of batch_size validation batches' means: the authors') or 'samples'
     def __post_init__(self):
-        check_choice(self.schedule, SCHEDULES, 'recipe schedule'); check_choice(self.keep, KEEPS, 'recipe keep'); check_choice(self.val_loss, VAL_LOSSES, 'recipe val_loss')
+        check_choice(self.schedule, SCHEDULES, 'recipe schedule'); check_choice(self.keep, KEEPS, 'recipe keep')
+        check_choice(self.val_loss, VAL_LOSSES, 'recipe val_loss')
 
 # the authors' runs: reproduce_results.sh:17, with config.py:45-46 (momentum, weight decay), 48 (warm-up), 50 (patience)
 RECIPES = {'resnet': Recipe(),
@@ -97,7 +99,8 @@ def recipe_from(over,              # a dict of Recipe fields to change, a Recipe
         raise ValueError(f"unknown recipe field(s) {', '.join(map(str, bad))}; valid fields: {', '.join(fields)}")
     for k, v in over.items():
         if k in choices: check_choice(v, choices[k], f'recipe {k}'); continue
-        ok = (v is None and k == 'patience') or (not isinstance(v, bool) and isinstance(v, int if fields[k].type in ('int', int) else (int, float)))
+        ok = (v is None and k == 'patience') or (not isinstance(v, bool)
+                                                 and isinstance(v, int if fields[k].type in ('int', int) else (int, float)))
         if not ok or (v is not None and v < 0) or (k in ('epochs', 'batch_size') and v < 1):
             raise ValueError(f"recipe field {k} must be a "
                              f"{'positive ' if k in ('epochs', 'batch_size') else 'non-negative '}{fields[k].type}"
@@ -135,8 +138,10 @@ def fit_split(model:nn.Module, # trained in place; on return, the weights recipe
             row['train_loss'] = train_epoch(model, loader, loss_fn, opt, per_step)
             if stopping:
                 logits, y = predict(model, val)
-                row['val_loss'] = val_loss_of(logits, y, recipe.batch_size, recipe.val_loss); row['val_acc'] = (logits.argmax(1) == y).float().mean().item()
-                if row['val_loss'] < best[0]: best, bad = (row['val_loss'], epoch, copy.deepcopy(model.state_dict()) if recipe.keep == 'best' else None), 0
+                row['val_loss'] = val_loss_of(logits, y, recipe.batch_size, recipe.val_loss)
+                row['val_acc'] = (logits.argmax(1) == y).float().mean().item()
+                if row['val_loss'] < best[0]:
+                    best, bad = (row['val_loss'], epoch, copy.deepcopy(model.state_dict()) if recipe.keep == 'best' else None), 0
                 else: bad += 1
             hist.append(row)
             if stopping and bad >= recipe.patience:

@@ -34,7 +34,7 @@ def save_artifact(out_dir,                 # the artifacts folder (a results sto
                   command:str='',         # the command that made it
                   published:str='',       # the paper's values beside ours (paper scale)
                   missing:str='',         # data that was absent, and how to get it
-                  data=None               # a figure's values, JSON-able: written beside it (figures/name.json) so a reader or a test can check what it drew
+                  data=None               # a figure's values, JSON-able: written beside it (figures/name.json) for readers, tests to check
                  ) -> dict:
     "Write a table or figure of the paper under `out_dir` and record it in the manifest; returns the manifest entry"
     store, name = Store(out_dir), artifact_name(label)
@@ -60,7 +60,8 @@ def save_missing(out_dir,        # the artifacts folder
                  command:str=''  # the command that tried to make it
                 ) -> dict:
     "Record that `label` could not be built (its data is absent), with how to get the data"
-    if (note := rehearsal_note(Store(out_dir).rehearsal, Store(out_dir).rehearsal_batch)) and not caption.startswith(note): caption = f"{note} {caption}"
+    if (note := rehearsal_note(Store(out_dir).rehearsal, Store(out_dir).rehearsal_batch)) and not caption.startswith(note):
+        caption = f"{note} {caption}"
     entry = dict(label=label, caption=caption, files={}, command=command, published='', missing=missing)
     _write_json(Store(out_dir).manifest/f'{artifact_name(label)}.json', entry)
     return entry

@@ -99,11 +99,14 @@ def stand_in_rows() -> list:
     """Ledger rows of the embedded stand-ins, read from `lotus_nb.paper.paper_plan` (STAND_INS, STAND_IN_MODELS,
     STAND_IN_CLASSES) and `BENCHMARK_DEFAULTS`, and their network and recipe"""
     sw = "scale='paper' (the paper's dataset and model)"
-    rows = [Deviation('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
+    rows = [Deviation('Stand-ins', f'dataset {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw,
+                      'stand-in')
             for p, s in STAND_INS.items()]
-    rows += [Deviation('Stand-ins', f'model {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw, 'stand-in')
+    rows += [Deviation('Stand-ins', f'model {p}', s or 'none: left out at embedded scale', p, '-', 'runs on a 2-core CPU in minutes', sw,
+                       'stand-in')
              for p, s in STAND_IN_MODELS.items()]
-    rows += [Deviation('Stand-ins', f'forgotten class {p!r}', repr(s), p, '-', 'a class of the stand-in dataset', sw, 'stand-in') for p, s in STAND_IN_CLASSES.items()]
+    rows += [Deviation('Stand-ins', f'forgotten class {p!r}', repr(s), p, '-', 'a class of the stand-in dataset', sw, 'stand-in')
+             for p, s in STAND_IN_CLASSES.items()]
     for ds in ('digits', 'fashionmnist'):
         d = BENCHMARK_DEFAULTS.get(ds, {})
         if not d: continue
@@ -144,7 +147,8 @@ def check_switches(probes:dict,    # (topic, what) -> probe() returning (default
         if k not in probes: bad.append(f"{k}: switch {r.switch!r} has no probe"); continue
         default, switched = probes[k]()
         short = lambda v: repr(v) if len(repr(v)) <= 90 else repr(v)[:87] + '...'   # a learning-rate schedule is long
-        out.append(dict(topic=r.topic, what=r.what, switch=render_citations(r.switch), default=short(default), switched=short(switched), changes=default != switched))
+        out.append(dict(topic=r.topic, what=r.what, switch=render_citations(r.switch), default=short(default), switched=short(switched),
+                        changes=default != switched))
         if default == switched: bad.append(f"{k}: switch {r.switch!r} changes nothing ({default!r})")
     if bad: raise AssertionError("the ledger's switches:\n" + '\n'.join(bad))
     return pd.DataFrame(out)
@@ -276,13 +280,17 @@ LAST_K_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE + f' (theirs 62: {EIU}unlear
                            f'ours, 1/10'),
                        clip=(10., 10., f'{EIU}learn.py:80, 165'))   # CF-k and EU-k share their settings (unlearn.py:148-159)
 DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning
-    'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
-    'neggrad_plus': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:821'),
+    'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
+                     **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
+    'neggrad_plus': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
+                                  **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:821'),
                                   beta=(0.95, 0.95, 'original paper (Kurmanji et al., small scale)'),
                                   loop=('ascent', 'ascent', f"original paper; 'authors' is {NAIVE_UNLEARNING_PY}:87-109 (a defect)")),
-    'random_label': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:822'),
+    'random_label': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
+                                  **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:822'),
                                   passes=('sequential', 'sequential', f'{NAIVE_UNLEARNING_PY}:128-173 (forget pass, then retain pass)')),
-    'bad_teacher': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('adam', 'adam', 'T:tex:823; bad_teaching_class.py:70'),
+    'bad_teacher': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
+                                 optimizer=('adam', 'adam', 'T:tex:823; bad_teaching_class.py:70'),
                                  lr=(1e-4, 1e-4, 'T:tex:823; bad_teaching_class.py:68'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
                                  weight_decay=(0., 0., 'T:tex:823; bad_teaching_class.py:69'), T=(1., 1., 'bad_teaching_class.py:61; '
                                      'original paper'),
@@ -290,21 +298,25 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                                                       'paper section 5: random'),
                                  order=('shuffled', 'shuffled', "ours (the ledger's row): theirs, 'blocks', is "
                                                                 "bad_teaching_class.py:145-155")),
-    'scrub': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('adam', 'adam', 'T:tex:824; scrub_class.py:61'),
+    'scrub': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
+                           optimizer=('adam', 'adam', 'T:tex:824; scrub_class.py:61'),
                            lr=(5e-4, 5e-4, 'T:tex:824; scrub_class.py:56'), momentum=(0.9, 0.9, 'ours: unused by Adam'),
                            weight_decay=(5e-4, 5e-4, 'T:tex:824 (scrub_class.py:57-60: 0.1 except CIFAR-100; result discarded)'),
-                           T=(4., 4., 'scrub_class.py:66-67; original paper'), alpha=(0.5, 0.5, 'original paper'), gamma=(1., 1., 'original paper'),
+                           T=(4., 4., 'scrub_class.py:66-67; original paper'), alpha=(0.5, 0.5, 'original paper'),
+                           gamma=(1., 1., 'original paper'),
                            msteps=(3, 3, 'original paper (the authors\' code: none)'), milestones=((3, 5, 9), (3, 5, 9), 'original paper'),
                            milestone_budget=(5, 5, 'ours: the milestones scaled to the epochs'), lr_decay=(0.1, 0.1, 'original paper'),
                            rewind=(False, False, 'ours: SCRUB+R off')),
     'ssd': dict(epochs=(0, 0, 'original paper: one shot (ssd_class.py:202 re-applied it: a '
                               'defect)'), batch_size=(128, 32, 'ssd_class.py:30 the run\'s; ' + BATCH_SIZE_SOURCE),
-                         optimizer=('sgd', 'sgd', 'T:tex:825; ssd_class.py:41 (unused)'), lr=(0.1, 0.1, 'T:tex:825; ssd_class.py:38 (unused)'),
+                         optimizer=('sgd', 'sgd', 'T:tex:825; ssd_class.py:41 (unused)'),
+                         lr=(0.1, 0.1, 'T:tex:825; ssd_class.py:38 (unused)'),
                          momentum=(0., 0., 'ssd_class.py:39 (unused)'), weight_decay=(0., 0., 'T:tex:825; ssd_class.py:40 (unused)'),
                          alpha=(10., 10., 'ssd_class.py:57; original paper'), lam=(1., 1., 'ssd_class.py:56; original paper'),
                          batches=('mixed', 'mixed', "ours (the ledger's SSD row): theirs, 'authors', is ssd_class.py:207-216"),
                          repeats=(1, 1, 'original paper: one shot (ssd_class.py:202-217 one an epoch, repeats=10, ViT 3: a defect)')),
-    'unsir': dict(epochs=(10, 3, EPOCHS_SOURCE + ' (rounds, unsir_class.py:126)'), batch_size=(128, 16, 'CFG:40; RR:66 ViT --batch_size 16'),
+    'unsir': dict(epochs=(10, 3, EPOCHS_SOURCE + ' (rounds, unsir_class.py:126)'),
+                           batch_size=(128, 16, 'CFG:40; RR:66 ViT --batch_size 16'),
                            optimizer=('sgd', 'sgd', 'T:tex:826; unsir_class.py:68'), lr=(1e-3, 1e-3, 'T:tex:826; unsir_class.py:65'),
                            momentum=(0.9, 0.9, 'unsir_class.py:66 (table silent)'), weight_decay=(0., 0., 'T:tex:826; unsir_class.py:67'),
                            noise_steps=(5, 5, 'Choi and Na (unsir_class.py:149-159 took 1: a '
@@ -315,9 +327,11 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                                 "pairs not both full: pairs='full')"),
                            retain_per_class=(None, None, 'unsir_class.py:89-92 (1000; 100 with 100+ classes)'),
                            retain_augment=('fresh', 'fresh', "ours (the ledger's row): theirs, 'once', is unsir_class.py:94-121")),
-    'salun': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE), optimizer=('sgd', 'sgd', 'T:tex:827; salun_class.py:142'),
+    'salun': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
+                           optimizer=('sgd', 'sgd', 'T:tex:827; salun_class.py:142'),
                            lr=(1e-3, 1e-3, 'salun_class.py:139 (T:tex:827 says 0.1)'), momentum=(0.9, 0.9, 'salun_class.py:140'),
-                           weight_decay=(5e-4, 5e-4, 'T:tex:827; salun_class.py:141'), passes=('sequential', 'sequential', 'salun_class.py:152-202'),
+                           weight_decay=(5e-4, 5e-4, 'T:tex:827; salun_class.py:141'),
+                           passes=('sequential', 'sequential', 'salun_class.py:152-202'),
                            mask_fraction=(0.1, 0.1, 'salun_class.py:86 (original paper: 0.5)'),
                            mask_images=('clean', 'clean', "ours (the ledger's SalUn row): theirs, 'augmented', is salun_class.py:60-80")),
     'lotus': LOTUS_DEFAULTS,
@@ -333,8 +347,8 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                          'network'),
                       no_l1_epochs=(0, 0, 'the paper\'s decay over every epoch; read by unlearn/FT.py:92, undefined in arg_parser.py')),
     'fisher': dict(epochs=(0, 0, 'one shot: no training (SelectiveForgetting Forgetting.ipynb:1688-1693)'),
-                   batch_size=(128, 8, "ours: the Fisher pass's grouping, the same sum (theirs 1: Forgetting.ipynb:1435); ViT 8: per-sample "
-                                       "gradients"),
+                   batch_size=(128, 8, "ours: the Fisher pass's grouping, the same sum (theirs 1: Forgetting.ipynb:1435); "
+                                       "ViT 8: per-sample gradients"),
                    optimizer=('sgd', 'sgd', 'ours: reported only, no optimiser'), lr=(0., 0., 'ours: reported only'),
                    momentum=(0., 0., 'ours: reported only'), weight_decay=(0., 0., 'ours: reported only'),
                    alpha=(1e-6, 1e-6, 'Forgetting.ipynb:1689; ViT: theirs (no ViT in their code)'),

@@ -31,7 +31,8 @@ PAPER_BENCHMARKS = {
     'tab:avg_gap': [PB('tinyimagenet', 'vit_b_16'), PB('cifar100', 'vit_b_16'), PB('mufac', 'vit_b_16'),
                     PB('tinyimagenet', 'resnet18'), PB('cifar100', 'resnet18'), PB('mufac', 'resnet18')],
     'tab:cifar': [PB('cifar10', 'vit_b_16'), PB('cifar10', 'resnet18')],
-    'tab:fifty': [PB('cifar100', 'vit_b_16', .5), PB('cifar10', 'vit_b_16', .5), PB('cifar100', 'resnet18', .5), PB('cifar10', 'resnet18', .5)],
+    'tab:fifty': [PB('cifar100', 'vit_b_16', .5), PB('cifar10', 'vit_b_16', .5), PB('cifar100', 'resnet18', .5),
+                  PB('cifar10', 'resnet18', .5)],
     'tab:imagenet': [PB('imagenet', 'vit_b_16_imagenet')],
     'tab:class': [PB('tinyimagenet', 'resnet18', None, 'pizza'), PB('cifar100', 'resnet18', None, 'beaver')],
 }
@@ -72,7 +73,8 @@ def plan_benchmark(pb:PaperBenchmark,     # the paper's benchmark
                   ) -> Planned:
     "The benchmark that stands for `pb` at `scale` (None when it has no embedded stand-in)"
     if check_scale(scale) == 'paper':
-        spec = BenchmarkSpec(pb.dataset, pb.model, pb.forget_pct, forget_class=pb.forget_class, unseen=pb.unseen, data_root=data_root, train_epochs=train_epochs)
+        spec = BenchmarkSpec(pb.dataset, pb.model, pb.forget_pct, forget_class=pb.forget_class, unseen=pb.unseen, data_root=data_root,
+                             train_epochs=train_epochs)
         return Planned(spec, pb, f"{LABELS[pb.model]} / {LABELS[pb.dataset]}", False)
     ds, model = dataset_defaults(pb.dataset).stand_in, STAND_IN_MODELS[pb.model]
     if ds is None or model is None: return None

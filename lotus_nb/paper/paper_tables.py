@@ -10,7 +10,8 @@ from ..core.registry import View
 from ..methods.base import MethodConfig, method_config, list_methods, display_name, is_reference, role_method
 from ..metrics.evaluation import GAP_KEYS
 from ..metrics.report import (fmt_pm, make_table, metric_table, extra_rows, MAIN_ROWS, RESOURCE_ROWS, SUPP_LABELS, EXTRA_MIA, gaps_to_gold,
-    aggregate_authors, cell_authors, rank_ties, PAPER_DIGITS, paper_methods, PAPER_ROWS, MISSING, shape, _authors_agg, SUPP_ROWS, SUPP_RANKED,
+    aggregate_authors, cell_authors, rank_ties, PAPER_DIGITS, paper_methods, PAPER_ROWS, MISSING, shape, _authors_agg, SUPP_ROWS,
+    SUPP_RANKED,
     CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table, table_rows, table_columns, ranked_columns)
 from .paper_plan import PAPER_BENCHMARKS, block_label
 
@@ -93,7 +94,7 @@ def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, g
 # %% ../../nbs/paper/71_paper_tables.ipynb #c6ce859e
 def table_hyperparams(arch:str='resnet',    # 'resnet' or 'vit': whose arch_defaults apply
                       overrides:dict=None, # {method: {name: value}}, as run_benchmark's method_overrides
-                      methods=None,        # registry names of the rows; None: every unlearning method of the default run (the field's others when named)
+                      methods=None,        # rows' registry names; None: each unlearning method of the default run (field's others if named)
                       kind:str='instance'  # 'instance', or 'class': with the configs' class defaults
                      ) -> pd.DataFrame:
     "The paper's `tab:hyperparams`: each unlearning method's configuration for `arch` and `kind`"
@@ -148,7 +149,7 @@ def _synthetic_named(t:pd.DataFrame) -> pd.DataFrame:   # tab:cifar's synthetic 
     out.attrs['rank'] = {(r, new if c == old else c): k for (r, c), k in t.attrs.get('rank', {}).items()}
     return out
 
-def table_authors(label:str,      # a paper table: 'tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class', 'tab:avg_gap_supp'
+def table_authors(label:str,      # table 'tab:avg_gap', 'tab:cifar', 'tab:fifty', 'tab:fifty_supp', 'tab:class' or 'tab:avg_gap_supp'
                 parts:dict,     # PaperBenchmark -> results rows (None or absent: an empty block), as paper_parts gives
                 rows:dict=None  # {label: aggregate_authors column}; None: the 'paper' table's (tab:avg_gap_supp: its own)
                ) -> pd.DataFrame:
@@ -234,7 +235,8 @@ def table_imagenet_authors(results:pd.DataFrame # rows of the ImageNet benchmark
     def cell(m, c):
         if c in agg and pd.notna(agg.loc[m, c]): return cell_authors(agg, m, c)
         return '(pre-trained)' if c == 'time_min' and is_reference(m) else MISSING
-    out = pd.DataFrame({lab: [cell(m, c) for m in agg.index] for lab, c in IMAGENET_COLS.items()}, index=[display_name(m) for m in agg.index])
+    out = pd.DataFrame({lab: [cell(m, c) for m in agg.index] for lab, c in IMAGENET_COLS.items()},
+                       index=[display_name(m) for m in agg.index])
     out.attrs['rank'] = {(display_name(m), lab): r for lab in IMAGENET_RANKED if IMAGENET_COLS[lab] in agg
                          for m, r in rank_ties(agg[IMAGENET_COLS[lab]]).items()}
     return out
@@ -278,12 +280,14 @@ def table_pcc_authors(parts:dict # PaperBenchmark -> results rows or None, as pa
                    ) -> pd.DataFrame:
     """The paper's `tab:pcc`: its ten benchmarks in order, `pcc_jsd_rf_authors` on each (Gold, seven baselines, LoTUS);
     mean ± std over those that ran"""
-    vals = {block_label(pb, pct=True): pcc_jsd_rf_authors(df)[:2] if df is not None and len(df) else (np.nan, np.nan) for pb, df in parts.items()}
+    vals = {block_label(pb, pct=True): pcc_jsd_rf_authors(df)[:2] if df is not None and len(df) else (np.nan, np.nan)
+            for pb, df in parts.items()}
     f = lambda x, d: f'{x:.{d}f}' if np.isfinite(x) else MISSING
     out = pd.DataFrame({'PCC': {k: f(r, 2) for k, (r, p) in vals.items()}, 'p-value': {k: f(p, 4) for k, (r, p) in vals.items()}})
     r, p = np.array([v[0] for v in vals.values()]), np.array([v[1] for v in vals.values()])
     ok = np.isfinite(r)
-    out.loc['Mean ± Std'] = [f'{r[ok].mean():.2f} ± {r[ok].std():.2f}', f'{p[ok].mean():.4f} ± {p[ok].std():.4f}'] if ok.any() else [MISSING]*2
+    out.loc['Mean ± Std'] = ([f'{r[ok].mean():.2f} ± {r[ok].std():.2f}', f'{p[ok].mean():.4f} ± {p[ok].std():.4f}'] if ok.any()
+                             else [MISSING]*2)
     return out
 
 # %% ../../nbs/paper/71_paper_tables.ipynb #4f123f3f
@@ -325,7 +329,8 @@ def gumbel_pair(gumbel:pd.DataFrame, # one benchmark's rows with LoTUS's Gumbel-
                ) -> pd.DataFrame:
     "Gold's rows and LoTUS's rows of each activation, as methods named `GUMBEL_VARIANTS`"
     lotus = lambda df, name: df[df.method == GUMBEL_METHOD].assign(method=name)
-    return pd.concat([gumbel[gumbel.method == role_method('gold')], lotus(gumbel, GUMBEL_VARIANTS[0]), lotus(softmax, GUMBEL_VARIANTS[1])], ignore_index=True)
+    return pd.concat([gumbel[gumbel.method == role_method('gold')], lotus(gumbel, GUMBEL_VARIANTS[0]), lotus(softmax, GUMBEL_VARIANTS[1])],
+                     ignore_index=True)
 
 def table_gumbel_authors(pairs:dict # block label -> gumbel_pair's rows
                       ) -> pd.DataFrame:

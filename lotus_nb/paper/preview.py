@@ -40,7 +40,9 @@ def data_status(specs # BenchmarkSpecs (resolved or not)
     for s, name in [(s, n) for s in specs for n in (s.dataset, s.unseen) if n in DATASETS]:   # a dataset-made D_u (CIFAKE) too
         k = (name, s.data_root)
         if k in rows: continue
-        try: load_dataset(name, root=s.data_root, download=False, **(s.data_options or {} if name == s.dataset else {})); rows[k] = dict(present=True, how='')
+        try:
+            load_dataset(name, root=s.data_root, download=False, **(s.data_options or {} if name == s.dataset else {}))
+            rows[k] = dict(present=True, how='')
         except FileNotFoundError as e:
             how = str(e); extra = HOW_TO_GET.get(name, '')
             rows[k] = dict(present=False, how=how if extra[:40] in how else f"{how} {extra}".strip())
@@ -92,7 +94,7 @@ class Measured:
     what: str          # the network measured, in words
     arch: str          # its family: 'resnet' or 'vit'
     side: int          # the input side it was measured at (pixels)
-    step_flops: float  # FLOPs per image of that step (as step_flops counts them): a registered model with other FLOPs at this side is another network
+    step_flops: float  # FLOPs per image of that step (by step_flops): a registered model with other FLOPs at this side is another network
     images_s: float    # images per second
     device: str        # a key of GPUS
     source: str        # where the number comes from
@@ -156,7 +158,8 @@ def target_seconds(model:str,       # a registered model name
         if me.arch == arch and abs(step_flops(model, num_classes, in_chans, me.side)[1]/me.step_flops - 1) < 0.02:   # the network measured
             px, k = (size/me.side)**2, gpu_factor(me.device, target)
             basis = (f"measured: {me.what}, {me.images_s:,.0f} images/s of LoTUS's step on the {me.device.upper()} at {me.side} px"
-                     + (f", x {px:g} for {size} px (pixels)" if px != 1 else '') + (f", x {k:.2f} for the {target.upper()}" if k != 1 else '') + BF16_NOTE)
+                     + (f", x {px:g} for {size} px (pixels)" if px != 1 else '')
+                     + (f", x {k:.2f} for the {target.upper()}" if k != 1 else '') + BF16_NOTE)
             return px/me.images_s*train/lotus*k, basis
     me = next(m for m in sorted(MEASURED, key=lambda m: m.device != target) if m.arch == arch); u = utilisation(arch, target)
     k = gpu_factor(me.device, target)
@@ -168,7 +171,8 @@ def target_seconds(model:str,       # a registered model name
 # %% ../../nbs/paper/77_preview.ipynb #e5f6a7b8
 def _weights_source(model:str) -> tuple:
     "('timm', variant) or ('hub', url): where a registered model's pretrained weights come from; None for a model without"
-    return {'vit_b_16': ('timm', VIT_B_16_TIMM), 'vit_b_16_timm': ('timm', VIT_B_16_TIMM), 'vit_b_16_imagenet': ('hub', torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.url),
+    return {'vit_b_16': ('timm', VIT_B_16_TIMM), 'vit_b_16_timm': ('timm', VIT_B_16_TIMM),
+            'vit_b_16_imagenet': ('hub', torchvision.models.ViT_B_16_Weights.IMAGENET1K_V1.url),
             'resnet18_tv': ('hub', torchvision.models.ResNet18_Weights.IMAGENET1K_V1.url)}.get(model)
 
 def weights_status(model:str,     # a registered model name
@@ -263,7 +267,8 @@ def estimate(spec,             # a resolved BenchmarkSpec
     todo = {x: [m for m in ms if _row_key(spec, prep, m, x) not in seen] for x, ms in todo.items()}   # a row two variants share runs once
     seen.update(_row_key(spec, prep, m, x) for x, ms in todo.items() for m in ms)
     fp = spec.forget_pct if spec.forget_class is None else 1/c
-    base = (spec.dataset, spec.model, spec.train_size, spec.img_size, dataclasses.astuple(recipe), str(spec.pretrained), str(spec.data_options))
+    base = (spec.dataset, spec.model, spec.train_size, spec.img_size, dataclasses.astuple(recipe), str(spec.pretrained),
+            str(spec.data_options))
     passes, trainings = 0., 0
     for seed, ms in todo.items():
         if not ms: continue
@@ -273,11 +278,13 @@ def estimate(spec,             # a resolved BenchmarkSpec
             if on and keys[kind] not in seen and not (path is not None and path.exists()):
                 seen.add(keys[kind]); passes += recipe.epochs*(images + held/2/3); trainings += 1
         for m in ms:
-            cfg = prep.cfgs[m] if prep is not None else method_config(m, model_arch(spec.model), 'instance' if spec.forget_class is None else 'class')
+            cfg = (prep.cfgs[m] if prep is not None
+                   else method_config(m, model_arch(spec.model), 'instance' if spec.forget_class is None else 'class'))
             if not is_reference(m): passes += max(getattr(cfg, 'epochs', 1) or 1, 1)*n
             passes += (n + held)/3
     name = prep.name if prep is not None else benchmark_name(spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)
-    return Estimate(name, _variant(spec), sum(1 for ms in todo.values() if ms), sum(map(len, todo.values())), trainings, passes, s_per_image, passes*s_per_image/3600, basis)
+    return Estimate(name, _variant(spec), sum(1 for ms in todo.values() if ms), sum(map(len, todo.values())), trainings, passes,
+                    s_per_image, passes*s_per_image/3600, basis)
 
 # %% ../../nbs/paper/77_preview.ipynb #8c5b8a71
 @dataclass
@@ -298,7 +305,7 @@ def preview_grids(grids,                # [(BenchmarkSpecs, methods)]: what each
                   device='auto',        # the device the probe runs on (target None or 'cpu')
                   probe_batch:int=None, # images per probe step; None: 8 on the CPU, the recipe's batch on a GPU
                   show:bool=True,       # print the preview
-                  target:str=None,      # the device estimated for: a GPUS key ('h100', 'h200', 'a100'), 'cpu' (a probe on this CPU), None: the device at hand (a probe)
+                  target:str=None,      # target device: a GPUS key ('h100', 'h200', 'a100'), 'cpu' (probed); None: the one at hand (probed)
                  ) -> Preview:
     "What the grids would run, whether their data and weights are here, and the device-hours they would take; nothing is trained"
     store, want = Store(out_dir, cache_dir), {}   # benchmark key -> (spec, Prepared or None (data absent), {seed: {method: None}})
@@ -326,13 +333,15 @@ def preview_grids(grids,                # [(BenchmarkSpecs, methods)]: what each
         if k not in probes:                                                         # the head's size barely matters
             probes[k] = (target_seconds(spec.model, c, ch, size, target) if target in GPUS else
                          (probe_seconds(spec.model, c, ch, size, k[3], dev), f"probe: {k[3]} images a step on this {dev}"))
-        models.setdefault((spec.model, size), dict(model=spec.model, size=size, basis=probes[k][1], weights=weights_status(spec.model, spec.pretrained)))
+        models.setdefault((spec.model, size), dict(model=spec.model, size=size, basis=probes[k][1],
+                                                   weights=weights_status(spec.model, spec.pretrained)))
         return probes[k]
     for s, prep, todo in want.values():
         todo = {x: list(ms) for x, ms in todo.items()}
         secs, basis = probe(s, prep)
         rows.append(estimate(s, prep, todo, store, secs, seen, basis.split(':')[0]))
-    pv = Preview(pd.DataFrame([r.__dict__ for r in rows]), data, target if target in GPUS else str(dev), models=pd.DataFrame(list(models.values())))
+    pv = Preview(pd.DataFrame([r.__dict__ for r in rows]), data, target if target in GPUS else str(dev),
+                 models=pd.DataFrame(list(models.values())))
     pv.text = render_preview(pv, len(seeds_), len(grids))
     if show: print(pv.text)
     return pv
@@ -385,7 +394,7 @@ def paper_grids(scale:str,             # 'embedded' or 'paper'
                 train_epochs:int=None, # cap on the epochs of f_orig and f_gold
                 datasets=None,         # keep only the benchmarks on these datasets; None: all
                 methods=None,          # the methods of the tables; None: every registered one
-                recipe=None            # Recipe fields changing the training of f_orig and f_gold (the papermill parameter recipe); None: each benchmark's
+                recipe=None            # Recipe fields for training f_orig and f_gold (papermill parameter recipe); None: each benchmark's
                ) -> list: # [(what, specs, methods)], one per run_grid call
     "The grids `paper.ipynb` and the notebooks it runs (at their default parameters) hand to `run_grid` at `scale`"
     R = lambda ps: [with_recipe(p.spec, recipe) for p in ps]
@@ -401,10 +410,13 @@ def paper_grids(scale:str,             # 'embedded' or 'paper'
         alpha_p = plan(None if scale == 'paper' else digits) or planned[:1]
         focus_p = (plan(['tinyimagenet/resnet18']) or planned)[0]
         sweep_p = (plan(['tinyimagenet/resnet18' if scale == 'paper' else digits[0]]) or planned)[0]
-        grids += [('ablation: Gumbel', R(planned), [VARIANT_OF]), ('ablation: softmax', [lotus_variant(s, gumbel=False) for s in R(planned)], [VARIANT_OF]),
-                  ('ablation: alpha', [lotus_variant(s, alpha=a) for a in (2., 4., 8., 16.) for s in R(alpha_p)], [role_method('gold'), VARIANT_OF]),
+        grids += [('ablation: Gumbel', R(planned), [VARIANT_OF]),
+                  ('ablation: softmax', [lotus_variant(s, gumbel=False) for s in R(planned)], [VARIANT_OF]),
+                  ('ablation: alpha', [lotus_variant(s, alpha=a) for a in (2., 4., 8., 16.) for s in R(alpha_p)],
+                   [role_method('gold'), VARIANT_OF]),
                   ('ablation: LoTUS + SalUn', R([focus_p]), [role_method('gold'), VARIANT_OF, 'lotus_salun']),
-                  ('ablation: retain sweep', [lotus_variant(s, retain_pct=r) for r in (.1, .3, .5, .9) for s in R([sweep_p])], [VARIANT_OF])]
+                  ('ablation: retain sweep', [lotus_variant(s, retain_pct=r) for r in (.1, .3, .5, .9) for s in R([sweep_p])],
+                   [VARIANT_OF])]
     return [g for g in grids if g[1]]
 
 # %% ../../nbs/paper/77_preview.ipynb #6f614c7d
@@ -419,7 +431,9 @@ def rehearsal_report(out_dir,            # the rehearsal's out_dir (its store is
     if not path.exists(): raise FileNotFoundError(f"no stages.csv in {store.root}: run the rehearsal first (fast_dev_run=N)")
     st = pd.read_csv(path); st['name'] = st.benchmark.str.rsplit('-', n=1).str[0]
     st['dataset'] = [n.split(f'_{m}_')[0] for n, m in zip(st.name, st.model)]   # benchmark_name: dataset_model_...
-    out = dict(slowest=st.sort_values('seconds', ascending=False).head(top)[['benchmark', 'seed', 'stage', 'seconds', 'train_batches', 'eval_batches', 'peak_rss_mb', 'peak_mem_mb']].reset_index(drop=True))
+    out = dict(slowest=st.sort_values('seconds', ascending=False).head(top)[['benchmark', 'seed', 'stage', 'seconds', 'train_batches',
+                                                                            'eval_batches', 'peak_rss_mb', 'peak_mem_mb']]
+               .reset_index(drop=True))
     out['memory'] = st.groupby('model')[['peak_rss_mb', 'peak_mem_mb']].max()
     def rates(by):
         r = st.groupby(by)[['seconds', 'train_images', 'eval_images']].sum()
@@ -428,7 +442,8 @@ def rehearsal_report(out_dir,            # the rehearsal's out_dir (its store is
     if pv is not None:
         key = dict(zip(st.name, zip(st.model, st.dataset)))
         e = pv.plan[['benchmark', 'passes', 's_per_image', 'hours']].copy()
-        e['model'] = e.benchmark.map(lambda b: key.get(b, (None, None))[0]); e['dataset'] = e.benchmark.map(lambda b: key.get(b, (None, None))[1])
+        e['model'] = e.benchmark.map(lambda b: key.get(b, (None, None))[0])
+        e['dataset'] = e.benchmark.map(lambda b: key.get(b, (None, None))[1])
         e['measured_s_per_image'] = [r.s_per_image.get(key[b], float('nan')) if b in key else float('nan') for b in e.benchmark]
         e['measured_hours'] = e.passes*e.measured_s_per_image/3600
         out['estimate'] = e

@@ -204,7 +204,8 @@ def method_columns(rows:list, # table_rows of a table with one column per method
         for (m, unseen), src in zip(methods, r[n+1:]):
             c = cell(src)
             out.append(record(table, metric, m, c, unseen=unseen, **b))
-            if c['gap_text']: out.append(record(table, 'gap_' + metric, m, dict(mean=c['gap'], std=math.nan, text=c['gap_text']), unseen=unseen, **b))
+            if c['gap_text']:
+                out.append(record(table, 'gap_' + metric, m, dict(mean=c['gap'], std=math.nan, text=c['gap_text']), unseen=unseen, **b))
     return out
 
 def row_methods(rows:list, # table_rows of a table with one row per method (tab:imagenet, tab:hyperparams)
@@ -280,7 +281,8 @@ def write_published(df:pd.DataFrame, # parse_paper's table
 def read_published(path=DATA_FILE # a stored table of published values
                   ) -> pd.DataFrame:
     "The stored published values: text columns as str ('' where not applicable), numbers as float"
-    df = pd.read_csv(path, dtype={c: str for c in STRING_COLS}, keep_default_na=False, na_values={c: [''] for c in ('forget_pct', 'mean', 'std', 'scale')})
+    df = pd.read_csv(path, dtype={c: str for c in STRING_COLS}, keep_default_na=False,
+                     na_values={c: [''] for c in ('forget_pct', 'mean', 'std', 'scale')})
     return df[COLS]
 
 @functools.lru_cache(maxsize=1)
@@ -315,14 +317,16 @@ def _class_name(c, names) -> str:
 def _bench_long(key:tuple, b:pd.DataFrame) -> list:
     "One benchmark's cells by the authors' aggregation: every logged metric, the gaps, Avg Gap, and tab:pcc's PCC and p-value"
     agg, bench, gold = aggregate_authors(b), dict(zip(BENCH, key)), role_method('gold')
-    cell = lambda m, metric, mean, std: dict(bench, method=m, metric=metric, mean=float(mean), std=float(std), seeds=int(agg.loc[m, 'seeds']))
+    cell = lambda m, metric, mean, std: dict(bench, method=m, metric=metric, mean=float(mean), std=float(std),
+                                             seeds=int(agg.loc[m, 'seeds']))
     out = []
     for m in agg.index:
         out += [cell(m, c, agg.loc[m, c], agg.loc[m, f'{c}_std']) for c in LOGGED_DIGITS if c in agg]
         out += [cell(m, f'gap_{k}', agg.loc[m, f'gap_{k}'], math.nan) for k in GAP_METRICS if m != gold and f'gap_{k}' in agg]
         out.append(cell(m, 'avg_gap', agg.loc[m, 'avg_gap'], math.nan))
     r, p, n = pcc_jsd_rf_authors(b)
-    if np.isfinite(r): out += [dict(bench, method='', metric=k, mean=float(v), std=math.nan, seeds=n) for k, v in (('pcc', r), ('p_value', p))]
+    if np.isfinite(r):
+        out += [dict(bench, method='', metric=k, mean=float(v), std=math.nan, seeds=n) for k, v in (('pcc', r), ('p_value', p))]
     return out
 
 def ours_long(rows,             # results rows: a DataFrame of a store's rows (Store.read) or a list of row dicts
@@ -347,7 +351,8 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
                 'dataset_id', 'model_id']].reset_index(drop=True)
 
 # %% ../../nbs/paper/75_published.ipynb #e5608311
-BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',), 'tab:fifty_supp': ('tab:fifty',),
+BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',),
+                 'tab:fifty_supp': ('tab:fifty',),
                  'tab:imagenet': ('tab:imagenet',), 'tab:avg_gap_supp': ('tab:avg_gap', 'tab:cifar'), 'tab:class': ('tab:class',),
                  'tab:pcc': ('tab:avg_gap', 'tab:cifar', 'tab:fifty'), 'tab:gumbel': ('tab:avg_gap', 'tab:cifar')}
 # the published JSD and RF-JSD are on the public code's scale: ours beside them are the authors' formulas
@@ -370,7 +375,8 @@ def paper_benchmarks(label:str # a stored table other than tab:hyperparams
     if check_table(label) not in BENCHMARKS_OF: raise ValueError(f"{label} prints no results of ours to compare: read it with "
                                                                  f"published({label!r})")
     pbs = [pb for t in BENCHMARKS_OF[label] for pb in PAPER_BENCHMARKS[t]]
-    pbs += [PB(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, 'cifake') for pb in pbs if pb.dataset == 'cifar10' and pb.forget_pct == .1]
+    pbs += [PB(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, 'cifake') for pb in pbs
+            if pb.dataset == 'cifar10' and pb.forget_pct == .1]
     return {bench_key(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, pb.unseen) for pb in pbs}
 
 def _norm(df):   # merge keys: floats rounded, NaN as a value
@@ -395,7 +401,8 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     ours = ours[[k in want for k in keys]]
     if not len(ours): raise ValueError(f"no rows of ours are benchmarks of {label}")
     back = {v: k for k, v in OURS_METRIC.items()}
-    o = ours[~ours.metric.isin(list(OURS_METRIC))].assign(ours_metric=lambda d: d.metric, metric=lambda d: d.metric.map(lambda m: back.get(m, m)))
+    o = ours[~ours.metric.isin(list(OURS_METRIC))].assign(ours_metric=lambda d: d.metric,
+                                                          metric=lambda d: d.metric.map(lambda m: back.get(m, m)))
     # ours_long is on the printed scale
     o = o.assign(ours=o['mean'], ours_std=o['std'])[KEYS + ['ours_metric', 'ours', 'ours_std', 'seeds']]
     pub = published(label)

@@ -17,7 +17,8 @@ __all__ = ['log', 'run_benchmark', 'BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_
 
 # %% ../../nbs/running/63_benchmark.ipynb #a412bc86
 # BenchmarkSpec beside run_benchmark: every name of the spec's module, handed on (defined one floor down, below the grid)
-from lotus_nb.running.benchmark_spec import (BENCHMARK_DEFAULTS, UNSEEN_SOURCES, RUN_ARRAYS, benchmark_defaults, benchmark_augment, register_unseen,
+from lotus_nb.running.benchmark_spec import (BENCHMARK_DEFAULTS, UNSEEN_SOURCES, RUN_ARRAYS, benchmark_defaults, benchmark_augment,
+    register_unseen,
     register_arrays, unseen_sources, BenchmarkSpec, resolve_spec, check_benchmark, Prepared, benchmark_name,
     method_overrides, prepare)
 _all_ = ['BENCHMARK_DEFAULTS', 'UNSEEN_SOURCES', 'RUN_ARRAYS', 'benchmark_defaults', 'benchmark_augment', 'register_unseen',
@@ -45,22 +46,23 @@ def run_benchmark(dataset:str='fashionmnist', # registry name: see DATASETS
                   cache_dir=None,            # checkpoints of f_orig and f_gold; default out_dir/checkpoints
                   data_options:dict=None,    # options of the dataset's loader, e.g. {'forget_rule': 'first'} for ImageNet
                   progress:bool=True,        # show progress bars
-                  method_seeds=None,         # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
+                  method_seeds=None,         # seeds of the methods' own randomness, each run on every seed; None: the seed (the paper's)
                   threads:int=1,             # torch's CPU threads per run (recorded in each row); None: leave torch's setting
                   split:str='random',        # the rule that draws the sets (lotus_nb.data.splits.SPLIT_RULES); 'random': the paper's
                   split_options:dict=None,   # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
-                  augment='default',         # augmentation of f_orig and f_gold; 'default': the authors' for the dataset and model, else an AUGMENTS kind
-                  mia_nonmember:str='test+unseen', # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
-                  tracking=None,             # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.running.tracking.Tracker; None: none
-                  fast_dev_run:int=None,     # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: out_dir's, as grid.rehearse marked it, else 0
+                  augment='default',         # augmentation of f_orig, f_gold: 'default' (the authors' for data, model) or an AUGMENTS kind
+                  mia_nonmember:str='test+unseen', # entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before), 'test'
+                  tracking=None,             # also log each row to a tracker: 'mlflow', 'wandb' or a running.tracking.Tracker; None: none
+                  fast_dev_run:int=None,     # a rehearsal: each loop 1 epoch of this many batches, each pass this many; 0: the real run
                   rehearsal_batch:int=None,  # a CPU rehearsal's cap on every batch's size (said in captions); None: the real sizes
                  ) -> Benchmark:
     """Run every (seed, method) of a benchmark not already in the store at `out_dir`, then write its tables and figures:
-    `run_grid` of this one benchmark, in this process"""
+    `run_grid` of this one benchmark, in this process. A rehearsal writes into `out_dir/rehearsal`; `fast_dev_run=None`:
+    the one `grid.rehearse` marked `out_dir` with, else 0"""
     spec = BenchmarkSpec(dataset=dataset, model=model, forget_pct=forget_pct, forget_class=forget_class, unseen=unseen,
-                                      train_size=train_size, img_size=img_size, recipe=recipe, train_epochs=train_epochs, data_root=data_root,
-                                      method_overrides=method_overrides, pretrained=pretrained, retain_pct=retain_pct, data_options=data_options,
-                                      split=split, split_options=split_options, augment=augment, mia_nonmember=mia_nonmember)
+                         train_size=train_size, img_size=img_size, recipe=recipe, train_epochs=train_epochs, data_root=data_root,
+                         method_overrides=method_overrides, pretrained=pretrained, retain_pct=retain_pct, data_options=data_options,
+                         split=split, split_options=split_options, augment=augment, mia_nonmember=mia_nonmember)
     res = run_grid([spec], seeds, methods, out_dir, 'local', cache_dir, method_seeds=method_seeds, tracking=tracking,
                    device=device, progress=progress, threads=threads, fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch)
     return find_benchmark(res, spec)

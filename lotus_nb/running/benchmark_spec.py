@@ -51,7 +51,7 @@ BENCHMARK_DEFAULTS = View(_benchmark_table)
 def benchmark_defaults(dataset:str, # registry name, e.g. 'fashionmnist'
                        model:str,   # registry name (resolved, not 'auto'): its arch picks the recipe
                        kind:str='instance', # 'instance' or 'class' unlearning: a method override's values for that kind
-                      ) -> dict: # keys train_size, img_size, augment, recipe, paper_size, max_step_scale, method_overrides ('*' expanded to every method)
+                      ) -> dict: # keys train_size, img_size, augment, recipe, paper_size, max_step_scale, method_overrides ('*' expanded)
     """Training-set size, image size, augmentation (None: the dataset's), recipe and method overrides of `dataset` with
     `model`, as `dataset` registered them"""
     arch = model_arch(model)
@@ -109,7 +109,9 @@ PROTOCOLS = {   # protocol -> what it sets: BenchmarkSpec fields ('spec'), loade
 
 @dataclass
 class BenchmarkSpec:
-    "One benchmark: a dataset and a model, a forget set (a fraction, or a whole class), the source of $D_u$"
+    """One benchmark: a dataset and a model, a forget set (a fraction, or a whole class), the source of $D_u$. `step_budget`
+    on a benchmark that registers `paper_size`: 'paper' gives each method its paper step budget (`step_budget`), 'capped'
+    as far as its `max_step_scale`, 'unscaled' its epochs and batch as they are"""
     dataset: str = 'fashionmnist'     # registry name: see DATASETS
     model: str = 'auto'               # registry name: see MODELS; 'auto': the dataset's (the paper's) model
     forget_pct: float = 0.1           # fraction of each class to forget (instance unlearning)
@@ -124,21 +126,21 @@ class BenchmarkSpec:
     method_overrides: dict = None     # {method: {hyperparameter: value}}
     pretrained: object = None         # True, False, a local weights file; None: the paper's choice for the model
     retain_pct: float = 0.3           # fraction of $D_r$ that LoTUS and Bad Teacher see (the paper's 30%)
-    data_options: dict = None         # options of the dataset's loader, e.g. {'forget_rule': 'first'} (ImageNet: the authors' fixed forget set)
-    split: str = None                 # the rule that draws the sets (lotus_nb.data.splits.SPLIT_RULES): 'random' is the paper's; None: the protocol's
+    data_options: dict = None         # the dataset loader's options, e.g. {'forget_rule': 'first'} (ImageNet: the authors' forget set)
+    split: str = None                 # the rule drawing the sets (data.splits.SPLIT_RULES): 'random' is the paper's; None: the protocol's
     split_options: dict = None        # the rule's options, e.g. {'exclude_seeds': [3407, 13, 12]} for 'validation'
     augment: object = 'default'       # augmentation of f_orig and f_gold; 'default': benchmark_augment's, else an AUGMENTS kind
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members: 'test+unseen' (the authors'), 'unseen' (ours before) or 'test'
-    arrays: tuple = ()                # names in RUN_ARRAYS: arrays computed on each run's model and stored with its record (the privacy audit's 'pool_scores')
-    fast_dev_run: int = 0             # a rehearsal: every training and unlearning loop 1 epoch of this many batches, every evaluation pass this many; 0: the real run
-    rehearsal_batch: int = None       # a CPU rehearsal's cap on every batch's size (not the real batch sizes: said in the output); None: the real sizes
+    arrays: tuple = ()                # names in RUN_ARRAYS: arrays of each run's model, kept in its record (the audit's 'pool_scores')
+    fast_dev_run: int = 0             # a rehearsal: each loop 1 epoch of this many batches, each evaluation pass this many; 0: the real run
+    rehearsal_batch: int = None       # a CPU rehearsal's cap on every batch's size (said in the output); None: the real sizes
     precision: str = None             # numerics on CUDA: 'fp32' (the authors') or 'bf16'; None: $LOTUS_PRECISION's (resolve_spec)
-    retain_draw: str = 'uniform'      # the retain subset of LoTUS and Bad Teacher: 'uniform' (the authors' random.sample) or 'stratified' (ours before)
+    retain_draw: str = 'uniform'      # retain subset (LoTUS, Bad Teacher): 'uniform' (authors' random.sample), 'stratified' (ours before)
     eval_augmented: bool = None       # score forget and retain augmented (the authors', a defect); False: clean; None: the protocol's
-    eval_unseen: str = 'methods'      # the metrics' D_u: 'methods' (the methods' D_u, e.g. CIFAKE: the authors') or 'heldout' (the held-out half, ours before)
-    step_budget: str = 'capped'       # on a benchmark that registers paper_size: 'paper', each method's paper step budget (step_budget); 'capped' as far as its max_step_scale; 'unscaled': its epochs and batch as they are
-    mia_mode: str = None              # the entropy MIA's passes: 'eval' (ours) or 'authors' (first, train mode, one image each); None: the protocol's
-    heldout_cut: str = None           # the held-out split halved into D_u and test: 'stratified' (ours) or 'sklearn' (the authors'); None: the protocol's
+    eval_unseen: str = 'methods'      # metrics' D_u: 'methods' (as the methods', e.g. CIFAKE: the authors') or 'heldout' (ours before)
+    step_budget: str = 'capped'       # with a paper_size: 'paper' (step_budget), 'capped' (max_step_scale) or 'unscaled' (epochs, batch)
+    mia_mode: str = None              # entropy MIA passes: 'eval' (ours), 'authors' (first, train mode, one image each); None: protocol's
+    heldout_cut: str = None           # held-out split cut into D_u, test: 'stratified' (ours), 'sklearn' (the authors'); None: protocol's
     protocol: str = 'lotus_nb'        # in PROTOCOLS: 'lotus_nb' (every defect fixed) or 'authors' (their run, defects included)
 
 def _protocol_methods(proto:dict, # PROTOCOLS[name]
@@ -191,7 +193,7 @@ def register_arrays(name:str): # the name a BenchmarkSpec's arrays field lists
 # %% ../../nbs/running/58_benchmark_spec.ipynb #50c7df5b
 def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec has checked its dataset and model
                     seeds,              # a list of non-negative integers, no repeats
-                    methods,            # registry names; None: every method of the default run (the Gold Standard where the dataset has one)
+                    methods,            # registry names; None: every method of the default run (the Gold Standard if the dataset has one)
                     store:Store         # the results store; its folder must be a folder or absent
                    ) -> tuple: # (seeds, methods) as checked lists
     """Validate a resolved benchmark and its run (everything but its names, which `resolve_spec` checked); returns the
@@ -220,7 +222,9 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
-    check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct'); check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented'); check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen')
+    check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct')
+    check_choice(spec.retain_draw, RETAIN_DRAWS, 'retain draw'); check_choice(spec.eval_augmented, (False, True), 'eval_augmented')
+    check_choice(spec.eval_unseen, ('methods', 'heldout'), 'eval_unseen')
     check_choice(spec.mia_mode, MIA_MODES, 'MIA mode'); split_rule(spec.split, spec.split_options, spec.heldout_cut)
     if spec.mia_mode == 'authors' and spec.protocol != 'authors':   # slow and a defect: it exists only to match their run
         raise ValueError("mia_mode='authors' (the MIA's train-mode passes of one image) runs only under protocol='authors'")
@@ -257,9 +261,9 @@ class Prepared:
     setup: dict                       # method -> hash of everything that determines its row (the setup column)
     base: dict                        # what determines f_orig and f_gold (checkpoint cache key), seed aside
     bench_id: str = ''                # hash of everything that defines the benchmark beyond its name
-    budget: dict = field(default_factory=dict)   # method -> the share of its paper step budget it takes (budget_share), where a paper size is registered
+    budget: dict = field(default_factory=dict)   # method -> share of its paper step budget (budget_share), where a paper size is registered
     input_size: int = None            # the model's input size, every batch resized to it (a ViT's 224); None: the images' own
-    drawn: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # seed -> its Splits, drawn once (a replace() starts afresh)
+    drawn: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # seed -> its Splits, drawn once (replace() redraws)
     @property
     def name(self) -> str: return benchmark_name(self.spec.dataset, self.spec.model, self.forget_pct, self.forget_class, self.spec.unseen)
     @property
@@ -304,7 +308,8 @@ class Prepared:
                      device          # where the batches are made
                     ) -> dict: # method -> its forget, retain, retain_sub, unseen, test
         "The same sets of `seed` through each other pipeline of the data (`ImageData.views`), by the method whose row is scored on them"
-        return {m: device_splits(dataclasses.replace(self.data, x_train=xt, x_heldout=xh, views=None), self.splits(seed), device, size=self.input_size)
+        return {m: device_splits(dataclasses.replace(self.data, x_train=xt, x_heldout=xh, views=None), self.splits(seed), device,
+                                 size=self.input_size)
                 for m, (xt, xh) in (self.data.views or {}).items()}
     def ident(self, method:str,       # registry name
               seed:int,               # the run's seed (the benchmark's: forget set, f_orig, f_gold)
@@ -406,7 +411,8 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     if spec.fast_dev_run: recipe = dataclasses.replace(recipe, epochs=1)   # a rehearsal: one epoch (of fast_dev_run batches)
     # a rehearsal reads data_root's data or refuses: it fetches nothing
     strict = dict(download=False, only_root=True) if spec.fast_dev_run else {}
-    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, reuse=True, **strict, **(spec.data_options or {}))
+    data = load_dataset(spec.dataset, root=spec.data_root, img_size=img_size, train_size=train_size, reuse=True, **strict,
+                        **(spec.data_options or {}))
     unseen_data = load_dataset(spec.unseen, root=spec.data_root, reuse=True, **strict) if spec.unseen in DATASETS else None
     # in the checkpoint keys as base's augment
     if (augment := benchmark_augment(spec.dataset, spec.model, spec.augment)) is not None: data.augment = augment
@@ -418,10 +424,12 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     scale = step_scale(spec, len(data.y_train))   # an embedded benchmark's methods keep their paper step budget (1: unchanged)
     unscaled = {m: method_config(m, arch, kind, **over[m]) for m in methods}
     scaled = {m: c if is_reference(m) else step_budget(c, scale, fixed=user[m]) for m, c in unscaled.items()}
-    budget = {m: b for m in methods if not is_reference(m) and (b := budget_share(unscaled[m], scaled[m], paper_scale(spec, len(data.y_train))))}
+    budget = {m: b for m in methods
+              if not is_reference(m) and (b := budget_share(unscaled[m], scaled[m], paper_scale(spec, len(data.y_train))))}
     cfgs = {m: rehearsal_config(c, spec.fast_dev_run) for m, c in scaled.items()}
     base = dict(dataset=spec.dataset, model=spec.model, train_size=train_size, img_size=img_size, augment=data.augment,
-                recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained), **({'data_options': spec.data_options} if spec.data_options else {}),
+                recipe=dataclasses.asdict(recipe), pretrained=weights_digest(spec.pretrained),
+                **({'data_options': spec.data_options} if spec.data_options else {}),
                 # the paper's rule keeps the keys of earlier runs
                 **({} if spec.split == 'random' else dict(split=spec.split, split_options=spec.split_options)),
                 **({} if spec.heldout_cut == 'stratified' else dict(heldout_cut=spec.heldout_cut)),   # D_u stops their training
@@ -443,6 +451,7 @@ def prepare(spec:BenchmarkSpec, # the benchmark, resolved and checked (check_ben
     load_plugins(); mv = metric_versions()   # a metric's version: its rows made again, its models kept (no version: the keys of before)
     setup = {m: cache_key(**base, cfg=config_identity(cfgs[m]), unseen=spec.unseen, **rp, **({'metrics': mv} if mv else {}))
              for m in methods}
-    bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides, **rp)[:8]
+    bench_id = cache_key(**base, forget_pct=forget_pct, forget_class=forget_class, unseen=spec.unseen, overrides=spec.method_overrides,
+                         **rp)[:8]
     return Prepared(spec, data, unseen_data, recipe, forget_pct, forget_class, arch, kind, cfgs, setup, base, bench_id, budget,
                     model_input_size(spec.model))

@@ -175,7 +175,8 @@ def _local_unit(spec, unit, methods, root, cache_dir, device, threads):
     store locks its files)"""
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)   # the row lines, live, on the parent's standard error
     prep, rows = prepare(spec, methods), []
-    def on_row(r): rows.append(r); log.info(f"worker {os.getpid()}: {prep.name} seed {r['seed']}: {row_summary(r)}")   # live; the grid's count when the unit ends
+    def on_row(r):   # live; the grid's count when the unit ends
+        rows.append(r); log.info(f"worker {os.getpid()}: {prep.name} seed {r['seed']}: {row_summary(r)}")
     run_unit(prep, unit, Store(root, cache_dir), device, False, threads, on_row=on_row)
     return rows
 
@@ -312,7 +313,8 @@ def run_ray(plan:GridPlan,      # from plan_grid (each worker re-prepares its ow
         need = {}                               # checkpoint name -> the ref the unit waits for (its bytes, or None: in the storage)
         if dataset_defaults(p.spec.dataset).train_original:
             if orig.name not in origs and (origs.setdefault(orig.name, _have(ray, storage, orig))) is False:
-                origs[orig.name] = original.remote(p.spec, s, plan.methods, orig.name, dev, threads, storage); trains[origs[orig.name]] = orig
+                origs[orig.name] = original.remote(p.spec, s, plan.methods, orig.name, dev, threads, storage)
+                trains[origs[orig.name]] = orig
             need[orig.name] = origs[orig.name]
         if (g := _have(ray, storage, gold)) is not False: need[gold.name] = g
         mine = {p.ident(m, s, u.method_seed) for m in plan.methods} & done
@@ -390,14 +392,15 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
              skip_missing:bool=False, # True: benchmarks whose data is absent come back with missing set
              write:bool=True,        # write each benchmark's tables and figures; False: return its rows only
-             tracking=None,          # also log each row to an experiment tracker: 'mlflow', 'wandb' or a lotus_nb.running.tracking.Tracker; None: none
+             tracking=None,          # also log each row to a tracker: 'mlflow', 'wandb' or a running.tracking.Tracker; None: none
              subscribers=(),         # more listeners of the grid's events (reporting.Subscriber), after the tables' and the tracker's
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
-             fast_dev_run:int=None,  # a rehearsal: every loop 1 epoch of this many batches, every evaluation pass this many, in out_dir/rehearsal; 0: the real run; None: out_dir's, as rehearse marked it, else 0
-             rehearsal_batch:int=None, # a CPU rehearsal's cap on every batch's size (said in captions); None: out_dir's, as rehearse marked it, else the real sizes
+             fast_dev_run:int=None,  # a rehearsal: each loop 1 epoch of this many batches, each evaluation pass this many; 0: the real run
+             rehearsal_batch:int=None, # a CPU rehearsal's cap on each batch's size (said in captions); None: out_dir's mark, else real size
              **options               # the executor's options, e.g. device, progress, threads; ray_address, num_cpus, storage
             ) -> dict:
-    "Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`"
+    """Run every row of the grid not yet in the store at `out_dir`; returns `{benchmark key: Benchmark}`. A rehearsal writes
+    into `out_dir/rehearsal`; `fast_dev_run=None`: the one `rehearse` marked `out_dir` with, else 0"""
     opts = executor_options(executor, options)
     marked = Store(out_dir)   # a store marked by rehearse (or by a rehearsal before): a rehearsal's
     if fast_dev_run is None: fast_dev_run = marked.rehearsal
@@ -420,5 +423,6 @@ def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
         done[p.key] = benchmark_rows(store, p, plan.methods, plan.seeds)
         emit(subs, 'on_benchmark_end', store, p, done[p.key], plan.methods)
     return {**done,
-            **{k: Benchmark(pd.DataFrame(), name=benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen), missing=why, spec=s, key=k)
+            **{k: Benchmark(pd.DataFrame(), name=benchmark_name(s.dataset, s.model, s.forget_pct, s.forget_class, s.unseen),
+                            missing=why, spec=s, key=k)
                for k, (s, why) in plan.missing.items()}}

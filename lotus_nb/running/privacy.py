@@ -238,12 +238,13 @@ def pool_scores(prep:Prepared, # a benchmark of the 'shadow' split rule (prepare
                ) -> dict: # pool_scores: one score per candidate of the pool
     "U-LiRA's statistic on every candidate of the audit's pool: `model`'s logit-scaled confidence, stored with the run's record"
     s = prep.spec; o = s.split_options
-    pool = shadow_design(prep.data.y_train, prep.data.y_heldout, s.forget_pct, o['audit_seed'], o['shadows'], o['pool_size'], o['held_size'])['pool']
+    pool = shadow_design(prep.data.y_train, prep.data.y_heldout, s.forget_pct, o['audit_seed'], o['shadows'], o['pool_size'],
+                         o['held_size'])['pool']
     return dict(pool_scores=logit_conf(*predict(model, ctx.splits['forget'].with_idx(pool))).cpu().numpy())
 
 def run_audit(setup:AuditSetup,           # from prepare_audit
               methods=None,               # registry names; None: every unlearning method plus the Gold Standard
-              out_dir='results/privacy',  # the audit's results store (rows, records with the pool scores, checkpoints); a rerun resumes from it
+              out_dir='results/privacy',  # the audit's results store (rows, records with the pool scores, checkpoints): a rerun resumes it
               executor:str='local',       # the grid's executor: 'local' (this process) or 'ray' (each shadow a Ray task)
               device:str='auto',          # where shadows are trained and unlearned
               progress:bool=False,        # the local executor: per-model progress bars; Ray: a line per finished row
@@ -293,7 +294,8 @@ def table_privacy(results:pd.DataFrame,    # one row per (method, seed): a bench
     "Every attack (rows) for every method, mean ± std over seeds; ranked by the distance to Gold's mean"
     mean, std = privacy_means(results, ulira); cells, ranks, gold = {}, {}, role_method('gold')
     for label in mean.columns:
-        cells[label] = {m: fmt_pm(mean.loc[m, label], std.loc[m, label], digits) if pd.notna(mean.loc[m, label]) else '' for m in mean.index}
+        cells[label] = {m: fmt_pm(mean.loc[m, label], std.loc[m, label], digits) if pd.notna(mean.loc[m, label]) else ''
+                        for m in mean.index}
         if gold in mean.index and pd.notna(mean.loc[gold, label]): ranks[label] = rank_row((mean[label] - mean.loc[gold, label]).abs())
     return make_table(cells, ranks)
 
@@ -351,7 +353,8 @@ def plot_roc(curves:dict,   # method -> roc(...) dict (fpr, tpr, auc), e.g. ULiR
         ax.plot(c['fpr'], c['tpr'], ls='--' if is_reference(m) else '-', lw=2.2 if m == focus else 1.4, color=colors[i % len(colors)],
                 label=f"{display_name(m)} (AUC {c['auc']:.3f})")
     ax.plot([lo, 1], [lo, 1], color='k', lw=0.8, ls=':', label='chance')
-    ax.set(xscale='log', yscale='log', xlim=(lo, 1), ylim=(lo, 1.02), xlabel='false-positive rate', ylabel='true-positive rate', title=title)
+    ax.set(xscale='log', yscale='log', xlim=(lo, 1), ylim=(lo, 1.02), xlabel='false-positive rate', ylabel='true-positive rate',
+           title=title)
     ax.legend(fontsize=7, loc='lower right'); fig.tight_layout()
     return fig
 

@@ -135,7 +135,8 @@ def mark_rehearsal(store:Store,       # the rehearsal's store (out_dir/rehearsal
                                                                   f"{fast_dev_run}: use another out_dir")
     if store.rehearsal and store.rehearsal_batch != rehearsal_batch: raise ValueError(f"{store.root} holds a rehearsal of rehearsal_batch "
         f"{store.rehearsal_batch}, not {rehearsal_batch}: use another out_dir")
-    store.root.mkdir(parents=True, exist_ok=True); store.rehearsal_mark.write_text(json.dumps(dict(fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch)))
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.rehearsal_mark.write_text(json.dumps(dict(fast_dev_run=fast_dev_run, rehearsal_batch=rehearsal_batch)))
 
 # %% ../../nbs/running/56_store.ipynb #a2aad6de
 @patch

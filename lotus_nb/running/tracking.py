@@ -81,7 +81,8 @@ class MLflowTracker(Tracker):
         self.root, self.experiment = Path(root).absolute(), experiment
         self.uri, self.local = uri or f"sqlite:///{self.root/'mlflow.db'}", uri is None
         self._client = self._exp = None; self._parents = {}
-    def __getstate__(self): return {**self.__dict__, '_client': None, '_exp': None, '_parents': {}}   # a client is not sent between processes
+    def __getstate__(self):   # a client is not sent between processes
+        return {**self.__dict__, '_client': None, '_exp': None, '_parents': {}}
     def close(self): self._client = self._exp = None; self._parents = {}
     @property
     def client(self):
@@ -93,9 +94,10 @@ class MLflowTracker(Tracker):
             if self.local: self.root.mkdir(parents=True, exist_ok=True)
             c = mlflow.MlflowClient(self.uri)
             e = c.get_experiment_by_name(self.experiment)
-            self._exp = e.experiment_id if e else c.create_experiment(self.experiment, artifact_location=(self.root/'mlartifacts').as_uri() if self.local else None,
-                                                                      # the UI opens on its training runs
-                                                                      tags={'mlflow.experimentKind': 'custom_model_development'})
+            self._exp = e.experiment_id if e else c.create_experiment(
+                self.experiment, artifact_location=(self.root/'mlartifacts').as_uri() if self.local else None,
+                # the UI opens on its training runs
+                tags={'mlflow.experimentKind': 'custom_model_development'})
             self._client = c
         return self._client
     def _search(self, filt:str) -> list:
@@ -112,7 +114,8 @@ class MLflowTracker(Tracker):
             runs = self._search(f"tags.`lotus_nb.kind` = 'benchmark' and tags.`lotus_nb.running.benchmark` = '{bench}'")
             if runs: self._parents[bench] = runs[0].info.run_id
             else:
-                rid = self.client.create_run(self._exp, run_name=bench, tags={'lotus_nb.kind': 'benchmark', 'lotus_nb.running.benchmark': bench}).info.run_id
+                rid = self.client.create_run(self._exp, run_name=bench,
+                                             tags={'lotus_nb.kind': 'benchmark', 'lotus_nb.running.benchmark': bench}).info.run_id
                 self.client.set_terminated(rid); self._parents[bench] = rid
         return self._parents[bench]
     def log_row(self, key, bench, name, params, metrics, history, files):
@@ -125,7 +128,8 @@ class MLflowTracker(Tracker):
                                                            'mlflow.parentRunId': parent}).info.run_id
         try:
             ts = c.get_run(rid).info.start_time
-            ms = [Metric(k, float(v), ts, 0) for k, v in metrics.items()] + [Metric(k, float(v), ts, int(s)) for k, h in history.items() for s, v in h]
+            ms = ([Metric(k, float(v), ts, 0) for k, v in metrics.items()]
+                  + [Metric(k, float(v), ts, int(s)) for k, h in history.items() for s, v in h])
             ps = [Param(k, _param(v)) for k, v in params.items()]
             for p in _chunks(ps, 100): c.log_batch(rid, params=p)       # MLflow's limits per call: 100 parameters,
             for m in _chunks(ms, 1000): c.log_batch(rid, metrics=m)     # 1,000 metrics

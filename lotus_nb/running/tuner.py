@@ -45,7 +45,7 @@ def suggest(trial,      # an Optuna trial (optuna.trial.FixedTrial in tests)
 def validation_spec(spec:BenchmarkSpec, # the reported benchmark (instance unlearning, the paper's split rule)
                     seeds,              # the reported seeds: the validation sets avoid their forget and test sets
                     val_seed:int=0,     # draws the validation sets; a reported seed is refused
-                    heldout:str='unreported', # 'unreported': unseen and test outside every reported test set; 'paper': the paper's cut of val_seed
+                    heldout:str='unreported', # 'unreported': unseen, test outside all reported test sets; 'paper': val_seed's paper cut
                    ) -> BenchmarkSpec:
     """The benchmark the trials run on: `spec` under the 'validation' split rule, its forget set outside every reported
     one, its unseen and test sets outside every reported test set"""
@@ -216,7 +216,7 @@ def tune(spec:BenchmarkSpec,       # the reported benchmark; the trials run on i
          cache_dir=None,           # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
          prune:bool=True,          # run a trial with epochs first at a third of them, and prune it if it is worse than the median
          prune_startup:int=5,      # completed trials before any trial is pruned
-         heldout:str='unreported', # the validation unseen and test sets: outside every reported test set; 'paper': the paper's cut of val_seed
+         heldout:str='unreported', # the validation unseen and test sets: outside every reported test set; 'paper': the paper's cut
          **options                 # the executor's options: device, progress, ray_address, num_cpus
         ) -> optuna.Study:
     """Run (or resume) the study of `method` until it has `trials` finished trials or has spent `budget_s` seconds;
