@@ -113,3 +113,24 @@ def test_subpackages_by_kind_of_work():
     assert all(max(a) < min(b) for a, b in zip(order, order[1:])), "chapter numbers follow the subpackages' order"
     against = import_graph.problems(import_graph.graph())['against']
     assert against == [('running', 'paper')], against
+
+MAX_LINE = 140   # characters a line of the package may have
+
+def long_lines(pkg) -> list[str]:
+    "`file:line` of each line longer than MAX_LINE in the modules under `pkg`, but nbdev's generated index `_modidx.py`"
+    return [f'{p.relative_to(pkg.parent).as_posix()}:{i}' for p in sorted(pkg.rglob('*.py')) if p.name != '_modidx.py'
+            for i, line in enumerate(p.read_text(encoding='utf-8').split('\n'), 1) if len(line) > MAX_LINE]
+
+def test_package_lines_fit():
+    """No line of lotus_nb's modules is longer than MAX_LINE characters (the generated `_modidx.py` aside): a long line is
+    wrapped in its notebook (inside its brackets; a docstring over several lines; a module docstring is the chapter's
+    `> description`), then exported"""
+    long = long_lines(ROOT/'lotus_nb')
+    assert long == [], f"lines over {MAX_LINE} characters (wrap them in their notebooks, then nbdev_export): {long}"
+
+def test_long_line_check_can_fail(tmp_path):
+    "A line one character over the limit is named by file and line; one at the limit and the generated index are not"
+    pkg = tmp_path/'toy'; (pkg/'core').mkdir(parents=True)
+    (pkg/'core'/'a.py').write_text('x = 1\n' + 'y = ' + '1'*(MAX_LINE - 4) + '\n' + 'z = ' + '1'*(MAX_LINE - 3) + '\n')
+    (pkg/'_modidx.py').write_text('d = ' + '"x"'*MAX_LINE + '\n')
+    assert long_lines(pkg) == ['toy/core/a.py:3']

@@ -37,7 +37,8 @@ def atomic_write(path,      # the file to write; its folder is created
 def check_writable(folder,            # a folder to write in; it may not exist yet
                    what:str='folder'  # its name in the message, e.g. 'out_dir'
                   ) -> Path:
-    "Refuse `folder` unless it is, or can be created as, a folder this process can write in: no file on its path, no nearest folder that refuses a new entry"
+    """Refuse `folder` unless it is, or can be created as, a folder this process can write in: no file on its path, no
+    nearest folder that refuses a new entry"""
     folder = Path(folder); p = folder
     # the nearest part of the path that exists (or that this process may not see)
     while not os.path.exists(p) and p != p.parent: p = p.parent

@@ -18,9 +18,9 @@ __all__ = ['LotusSalunConfig', 'lotus_salun']
 @dataclass
 class LotusSalunConfig(LotusConfig):
     "LoTUS's hyperparameters (AdamW, lr 1e-4, weight decay 5e-4, `alpha` 2) plus SalUn's mask fraction, 0.1 as the LoTUS authors ran it"
-    mask_fraction: float = 0.1      # k of saliency_mask: fraction of weights left trainable (salun_class.py:86); SalUn's own 0.5: an override
+    mask_fraction: float = 0.1      # k of saliency_mask: share of weights left trainable (salun_class.py:86); SalUn's own 0.5: an override
     mask_images: str = 'clean'      # as SalUn's; 'augmented': the authors' forget training loader (salun_class.py:60-80, 128)
-    class_defaults: ClassVar[dict] = dict(class_unlearning=False, alpha=2.)   # salun_class.py:214-215 whatever the forget set; LoTUS's: True, 32
+    class_defaults: ClassVar[dict] = dict(class_unlearning=False, alpha=2.)   # salun_class.py:214-215, any forget set; LoTUS's: True, 32
     search_space: ClassVar[dict] = {**LotusConfig.search_space, 'mask_fraction': Range(0.05, 0.9)}  # LoTUS's, and SalUn's k
 
 @register_method('lotus_salun', LotusSalunConfig, display='LoTUS+SalUn', order=11)

@@ -46,7 +46,8 @@ def random_label_loss(model:nn.Module,   # the student being unlearned
 # %% ../../nbs/methods/41_random_label.ipynb #a84c4dc8
 @dataclass
 class RandomLabelConfig(MethodConfig):
-    "Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); each epoch a relabelled forget pass, then a retain pass"
+    """Random Labeling: SGD, lr 1e-3, momentum 0.9, weight decay 5e-4 (Table tab:hyperparams); each epoch a relabelled
+    forget pass, then a retain pass"""
     passes: str = 'sequential' # 'sequential': forget pass then retain pass (the LoTUS authors' code); 'shuffled': both sets mixed
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))
 
@@ -58,7 +59,8 @@ def random_label(original:nn.Module,      # f_orig: the starting point (left unc
                  grad_hook=None,          # grad_hook(model) before each optimiser step on forget data (SalUn's mask); None: none
                  desc:str='RndLbl',       # the progress bar's label (SalUn, which runs this loop, passes its own)
                 ) -> Unlearned:           # f_un in eval mode; record: train_loss per epoch (and forget_loss, retain_loss if sequential)
-    "Random Labeling: train on $D_f$, every label redrawn wrong every epoch, and $D_r$: in sequence (`cfg.passes='sequential'`) or shuffled together"
+    """Random Labeling: train on $D_f$, every label redrawn wrong every epoch, and $D_r$: in sequence
+    (`cfg.passes='sequential'`) or shuffled together"""
     check_choice(cfg.passes, ('sequential', 'shuffled'), 'passes')
     student = student_of(original)
     loss_fn = random_label_loss(student, num_classes_of(original, task))

@@ -48,7 +48,8 @@ def with_saliency(method,              # unlearning function f(original, task, c
                   cfg,                 # method's config, with mask_fraction, mask_images and batch_size
                   progress:bool=True,  # passed on to method
                  ) -> Unlearned:       # method's result, with mask_kept and mask_size added to its record
-    "Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the mask's size goes in the record"
+    """Run `method` with its gradients multiplied by the saliency mask of the forget set (`cfg.mask_fraction`); the
+    mask's size goes in the record"""
     # the augmented draw is seeded apart from the method's own first forget pass (task.seed), as theirs is an earlier pass of that loader
     mask = saliency_mask(original, task.forget, cfg.mask_fraction, cfg.batch_size, cfg.mask_images, seed=task.seed + 1)
     out = method(original, task, cfg, progress, grad_hook=mask_grads(mask))
@@ -62,7 +63,8 @@ class SalunConfig(RandomLabelConfig):
     lr: float = 1e-3             # of the masked Random Labeling (salun_class.py:139); Table tab:hyperparams' 0.1: an override
     mask_fraction: float = 0.1   # k (salun_class.py:86); SalUn's own default 0.5: an override
     mask_images: str = 'clean'   # 'clean', in order; 'augmented': the authors' forget training loader (salun_class.py:60-80)
-    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), mask_fraction=Range(0.05, 0.9))  # Table tab:hyperparams' 0.1 inside
+    search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20),   # Table tab:hyperparams' 0.1 inside
+                                        mask_fraction=Range(0.05, 0.9))
 
 @register_method('salun', SalunConfig, display='SalUn', order=9, paper=True)
 def salun(original:nn.Module,  # $f_{orig}$ (left unchanged; a copy is trained)

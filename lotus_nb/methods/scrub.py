@@ -43,7 +43,8 @@ def max_pass(student:nn.Module,            # the model being unlearned; trained 
              opt:torch.optim.Optimizer,    # optimiser over the student's parameters
              T:float=4.,                   # distillation temperature
             ) -> float:                    # mean KL_T over the pass (positive)
-    "One pass over `forget_batches` minimising $-\\mathrm{KL}_T$ (the student moves away from the teacher); returns the mean $\\mathrm{KL}_T$"
+    """One pass over `forget_batches` minimising $-\\mathrm{KL}_T$ (the student moves away from the teacher); returns
+    the mean $\\mathrm{KL}_T$"""
     def loss_fn(b):
         with torch.no_grad(): t = teacher(b[0])
         return -scrub_kl(student(b[0]), t, T)
@@ -58,7 +59,8 @@ def min_pass(student:nn.Module,            # the model being unlearned; trained 
              alpha:float=0.5,              # weight of the KL to the teacher
              gamma:float=1.,               # weight of the cross-entropy on the true labels
             ) -> float:                    # mean loss over the pass
-    "One pass over `retain_batches` minimising $\\gamma\\,\\mathrm{CE} + \\alpha\\,\\mathrm{KL}_T$ (the student stays with the teacher); returns the mean loss"
+    """One pass over `retain_batches` minimising $\\gamma\\,\\mathrm{CE} + \\alpha\\,\\mathrm{KL}_T$ (the student stays
+    with the teacher); returns the mean loss"""
     def loss_fn(b):
         x, y = b[0], b[1]
         with torch.no_grad(): t = teacher(x)

@@ -65,7 +65,7 @@ class SSDConfig(MethodConfig):
     weight_decay: float = 0.   # reported only
     alpha: float = 10.         # selection threshold: I_f > alpha * I_D
     lam: float = 1.            # dampening constant $\lambda$
-    batches: str = 'mixed'     # the importance passes: 'mixed' (clean, in split order) or 'authors' (augmented; D_f shuffled, D class by class)
+    batches: str = 'mixed'     # the importance passes: 'mixed' (clean, in split order) or 'authors' (augmented; D_f shuffled, D by class)
     repeats: int = 1           # dampenings, importances recomputed before each; the authors': one an epoch (ssd_class.py:202-217)
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=32)}   # reproduce_results.sh: ViT runs at batch 32
     search_space: ClassVar[dict] = dict(alpha=Range(1., 50., log=True), lam=Range(0.1, 10., log=True))  # one shot: no lr, no epochs

@@ -75,7 +75,8 @@ def take(s:str,   # TeX source
 # %% ../../nbs/paper/89_published.ipynb #77e37fd6
 def tex_text(s:str # a cell or label of a table's source
             ) -> str:
-    "Plain text of a table cell: formatting macros (`\\tb`, `\\ul`, `\\B`, `\\multirow`, `\\rotatebox`, `\\makecell`, ...) and braces dropped, `\\makecell`'s line breaks as '|', `1 \\times 10^{-3}` as `1e-3`"
+    """Plain text of a table cell: formatting macros (`\\tb`, `\\ul`, `\\B`, `\\multirow`, `\\rotatebox`, `\\makecell`,
+    ...) and braces dropped, `\\makecell`'s line breaks as '|', `1 \\times 10^{-3}` as `1e-3`"""
     s = re.sub(r'\\cite\{[^}]*\}', '', s)
     s = re.sub(r'(\d+(?:\.\d+)?)\s*\\times\s*10\^\{(-?\d+)\}', r'\1e\2', s)
     s = re.sub(r'\\rotatebox\[[^\]]*\]\{[^}]*\}|\\multirow\{[^}]*\}\{[^}]*\}|\\multicolumn\{[^}]*\}\{[^}]*\}|\\color\{[^}]*\}', '', s)
@@ -203,7 +204,8 @@ def method_columns(rows:list, # table_rows of a table with one column per method
         for (m, unseen), src in zip(methods, r[n+1:]):
             c = cell(src)
             out.append(record(table, metric, m, c, unseen=unseen, **b))
-            if c['gap_text']: out.append(record(table, 'gap_' + metric, m, dict(mean=c['gap'], std=math.nan, text=c['gap_text']), unseen=unseen, **b))
+            if c['gap_text']:
+                out.append(record(table, 'gap_' + metric, m, dict(mean=c['gap'], std=math.nan, text=c['gap_text']), unseen=unseen, **b))
     return out
 
 def row_methods(rows:list, # table_rows of a table with one row per method (tab:imagenet, tab:hyperparams)
@@ -279,7 +281,8 @@ def write_published(df:pd.DataFrame, # parse_paper's table
 def read_published(path=DATA_FILE # a stored table of published values
                   ) -> pd.DataFrame:
     "The stored published values: text columns as str ('' where not applicable), numbers as float"
-    df = pd.read_csv(path, dtype={c: str for c in STRING_COLS}, keep_default_na=False, na_values={c: [''] for c in ('forget_pct', 'mean', 'std', 'scale')})
+    df = pd.read_csv(path, dtype={c: str for c in STRING_COLS}, keep_default_na=False,
+                     na_values={c: [''] for c in ('forget_pct', 'mean', 'std', 'scale')})
     return df[COLS]
 
 @functools.lru_cache(maxsize=1)
@@ -314,21 +317,24 @@ def _class_name(c, names) -> str:
 def _bench_long(key:tuple, b:pd.DataFrame) -> list:
     "One benchmark's cells by the authors' aggregation: every logged metric, the gaps, Avg Gap, and tab:pcc's PCC and p-value"
     agg, bench, gold = aggregate_authors(b), dict(zip(BENCH, key)), role_method('gold')
-    cell = lambda m, metric, mean, std: dict(bench, method=m, metric=metric, mean=float(mean), std=float(std), seeds=int(agg.loc[m, 'seeds']))
+    cell = lambda m, metric, mean, std: dict(bench, method=m, metric=metric, mean=float(mean), std=float(std),
+                                             seeds=int(agg.loc[m, 'seeds']))
     out = []
     for m in agg.index:
         out += [cell(m, c, agg.loc[m, c], agg.loc[m, f'{c}_std']) for c in LOGGED_DIGITS if c in agg]
         out += [cell(m, f'gap_{k}', agg.loc[m, f'gap_{k}'], math.nan) for k in GAP_METRICS if m != gold and f'gap_{k}' in agg]
         out.append(cell(m, 'avg_gap', agg.loc[m, 'avg_gap'], math.nan))
     r, p, n = pcc_jsd_rf_authors(b)
-    if np.isfinite(r): out += [dict(bench, method='', metric=k, mean=float(v), std=math.nan, seeds=n) for k, v in (('pcc', r), ('p_value', p))]
+    if np.isfinite(r):
+        out += [dict(bench, method='', metric=k, mean=float(v), std=math.nan, seeds=n) for k, v in (('pcc', r), ('p_value', p))]
     return out
 
 def ours_long(rows,             # results rows: a DataFrame of a store's rows (Store.read) or a list of row dicts
               classes:dict=None, # {dataset: class names (a list, or {index: name})}: names the forgotten class of class unlearning
               variant:str=''     # the rows' variant: '' (as run), 'softmax' (LoTUS with softmax, tab:gumbel's second row)
              ) -> pd.DataFrame:
-    "Our results in the published table's long form by the authors' aggregation, on the printed scale: mean and std (ddof 1) per benchmark, method and metric; gaps and Avg Gap of the rounded means"
+    """Our results in the published table's long form by the authors' aggregation, on the printed scale: mean and std
+    (ddof 1) per benchmark, method and metric; gaps and Avg Gap of the rounded means"""
     df = pd.DataFrame(rows).copy()
     if not len(df): raise ValueError("no results rows to summarise")
     df['forget_class'] = [_class_name(c, (classes or {}).get(d)) for c, d in zip(df.forget_class, df.dataset)]
@@ -345,7 +351,8 @@ def ours_long(rows,             # results rows: a DataFrame of a store's rows (S
                 'dataset_id', 'model_id']].reset_index(drop=True)
 
 # %% ../../nbs/paper/89_published.ipynb #e5608311
-BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',), 'tab:fifty_supp': ('tab:fifty',),
+BENCHMARKS_OF = {'tab:avg_gap': ('tab:avg_gap',), 'tab:cifar': ('tab:cifar',), 'tab:fifty': ('tab:fifty',),
+                 'tab:fifty_supp': ('tab:fifty',),
                  'tab:imagenet': ('tab:imagenet',), 'tab:avg_gap_supp': ('tab:avg_gap', 'tab:cifar'), 'tab:class': ('tab:class',),
                  'tab:pcc': ('tab:avg_gap', 'tab:cifar', 'tab:fifty'), 'tab:gumbel': ('tab:avg_gap', 'tab:cifar')}
 # the published JSD and RF-JSD are on the public code's scale: ours beside them are the authors' formulas
@@ -368,7 +375,8 @@ def paper_benchmarks(label:str # a stored table other than tab:hyperparams
     if check_table(label) not in BENCHMARKS_OF: raise ValueError(f"{label} prints no results of ours to compare: read it with "
                                                                  f"published({label!r})")
     pbs = [pb for t in BENCHMARKS_OF[label] for pb in PAPER_BENCHMARKS[t]]
-    pbs += [PB(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, 'cifake') for pb in pbs if pb.dataset == 'cifar10' and pb.forget_pct == .1]
+    pbs += [PB(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, 'cifake') for pb in pbs
+            if pb.dataset == 'cifar10' and pb.forget_pct == .1]
     return {bench_key(pb.dataset, pb.model, pb.forget_pct, pb.forget_class, pb.unseen) for pb in pbs}
 
 def _norm(df):   # merge keys: floats rounded, NaN as a value
@@ -378,7 +386,8 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
                       label:str,              # the table, e.g. 'tab:avg_gap'
                       drop_other:bool=False   # leave out rows of other paper benchmarks (stand-ins are refused always)
                      ) -> pd.DataFrame:
-    "Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the printed scale; JSD and RF-JSD rows use our `jsd_authors` and `rf_jsd_authors` (column `ours_metric`)"
+    """Each published cell of `label` beside ours (`ours_long`: the authors' aggregation) and their difference, on the
+    printed scale; JSD and RF-JSD rows use our `jsd_authors` and `rf_jsd_authors` (column `ours_metric`)"""
     want, every = paper_benchmarks(label), set().union(*(paper_benchmarks(t) for t in BENCHMARKS_OF))
     keys = [bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)]
     stand_ins = sorted({k for k in keys if k not in every}, key=str)
@@ -392,7 +401,8 @@ def compare_published(ours:pd.DataFrame,      # ours_long of paper-scale results
     ours = ours[[k in want for k in keys]]
     if not len(ours): raise ValueError(f"no rows of ours are benchmarks of {label}")
     back = {v: k for k, v in OURS_METRIC.items()}
-    o = ours[~ours.metric.isin(list(OURS_METRIC))].assign(ours_metric=lambda d: d.metric, metric=lambda d: d.metric.map(lambda m: back.get(m, m)))
+    o = ours[~ours.metric.isin(list(OURS_METRIC))].assign(ours_metric=lambda d: d.metric,
+                                                          metric=lambda d: d.metric.map(lambda m: back.get(m, m)))
     # ours_long is on the printed scale
     o = o.assign(ours=o['mean'], ours_std=o['std'])[KEYS + ['ours_metric', 'ours', 'ours_std', 'seeds']]
     pub = published(label)
@@ -418,7 +428,8 @@ def beside_published(rows:pd.DataFrame, # results rows of the benchmarks behind 
                      scale:str,         # 'paper' or 'embedded'
                      classes:dict=None  # {dataset: class names}: names the forgotten class (tab:class)
                     ) -> pd.DataFrame:  # compare_published's table; None at embedded scale or without rows of label's benchmarks
-    "At paper scale, `rows` beside the published cells of `label` (`compare_published`); None at embedded scale: the published numbers are never shown beside stand-ins"
+    """At paper scale, `rows` beside the published cells of `label` (`compare_published`); None at embedded scale: the
+    published numbers are never shown beside stand-ins"""
     if scale != 'paper' or rows is None or not len(rows): return None
     ours = ours_long(rows, classes)
     keys = {bench_key(*k) for k in zip(ours.dataset_id, ours.model_id, ours.forget_pct, ours.forget_class, ours.unseen)}

@@ -31,7 +31,7 @@ class Benchmark:
     missing: str = ''    # why the benchmark could not run (its data is absent), or ''
     spec: object = None  # the (resolved) BenchmarkSpec it ran
     key: str = ''        # name and bench_id: what its tables and figures are named after
-    plotted: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> the data each figure drew (seed -> trace; method -> split -> entropies)
+    plotted: dict = field(default_factory=dict)  # 'tau_trace', 'entropy' -> a figure's data (seed -> trace; method -> split -> entropies)
 
 def benchmark_rows(store:Store,   # the results store
                    prep:Prepared, # the prepared benchmark (selects its rows)
@@ -64,7 +64,8 @@ def emit(subscribers,  # Subscribers, called in order
 
 # %% ../../nbs/running/74_reporting.ipynb #39c4b492
 def entropy_figure_methods() -> tuple: # registry names
-    "The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two methods the figure names"
+    """The models of the paper's entropy figure (`fig:streisand`): the two references, found by their roles, and the two
+    methods the figure names"""
     return (role_method('original'), role_method('gold'), 'random_label', 'lotus')
 
 def write_tables_figures(store:Store,   # the results store: records are read, tables/ and figures/ written
@@ -76,11 +77,15 @@ def write_tables_figures(store:Store,   # the results store: records are read, t
     df = b.results
     b.tables.update(report_tables(df))   # the paper's shape, and every method and metric in the _extra tables
     unlearners = [m for m in methods if not is_reference(m)]
-    if unlearners: b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners, prep.kind)
+    if unlearners:
+        b.tables['hyperparams'] = table_hyperparams(prep.arch, {m: dataclasses.asdict(prep.cfgs[m]) for m in unlearners}, unlearners,
+                                                    prep.kind)
     note = rehearsal_note(prep.spec.fast_dev_run, prep.spec.rehearsal_batch)   # a rehearsal's tables and figures say so
     for k, t in b.tables.items():
         paths = save_table(t, store.tables, f'{b.key}_{k}')
-        if note: paths['md'].write_text(f"{note}\n\n" + paths['md'].read_text()); paths['tex'].write_text(f"% {note}\n" + paths['tex'].read_text())
+        if note:
+            paths['md'].write_text(f"{note}\n\n" + paths['md'].read_text())
+            paths['tex'].write_text(f"% {note}\n" + paths['tex'].read_text())
     store.figures.mkdir(parents=True, exist_ok=True)
     def save(k, fig):
         if note: fig.suptitle(note, color='red')

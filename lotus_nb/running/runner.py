@@ -38,7 +38,8 @@ def _peak_rss_mb(reset:bool=False # True: start a new peak (Linux: /proc/self/cl
         return float('nan') if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024
 
 class measure:
-    "Context of one run: its threads, numerics (`precision_of` its device), peak device memory (CUDA) and peak host RSS in MiB, read into `.usage` on exit"
+    """Context of one run: its threads, numerics (`precision_of` its device), peak device memory (CUDA) and peak host
+    RSS in MiB, read into `.usage` on exit"""
     def __init__(self, device): # the run's torch.device
         self.cuda, self.device, self.usage = device.type == 'cuda', device, {}
     def __enter__(self):
@@ -46,7 +47,8 @@ class measure:
         _peak_rss_mb(reset=True); return self
     def __exit__(self, *exc):
         mem = torch.cuda.max_memory_allocated(self.device)/2**20 if self.cuda else float('nan')
-        self.usage = dict(threads=torch.get_num_threads(), precision=precision_of(self.device), peak_mem_mb=round(mem, 1), peak_rss_mb=round(_peak_rss_mb(), 1))
+        self.usage = dict(threads=torch.get_num_threads(), precision=precision_of(self.device), peak_mem_mb=round(mem, 1),
+                          peak_rss_mb=round(_peak_rss_mb(), 1))
 
 STAGES = []   # this process's stages since run_seed began: one dict each (stage, seconds, batches and images loaded, peak memory)
 LOADED_KEYS = ('train_batches', 'train_images', 'eval_batches', 'eval_images')
@@ -54,7 +56,8 @@ LOADED_KEYS = ('train_batches', 'train_images', 'eval_batches', 'eval_images')
 @contextlib.contextmanager
 def stage(name:str, # what runs in the block, e.g. 'f_orig', 'unlearn lotus'
           device):  # the run's torch.device (its peak memory, and a CUDA sync before the clock stops)
-    "Time the block as stage `name`: its seconds, the batches and images its loaders yielded (`LOADED`), its peak host RSS and device memory, appended to `STAGES`"
+    """Time the block as stage `name`: its seconds, the batches and images its loaders yielded (`LOADED`), its peak host
+    RSS and device memory, appended to `STAGES`"""
     before, t0 = {k: LOADED[k] for k in LOADED_KEYS}, time.perf_counter()
     with measure(device) as use:
         yield use
@@ -68,7 +71,8 @@ def write_stages(store,        # the results store, or a Ray worker's (which han
                  method_seed,  # the unit's method seed
                  stages:list): # the dicts that stage appended
     "Append a unit's stages to the store's `stages.csv` (`Store.append_stages`), with the benchmark, seed, model and rehearsal"
-    store.append_stages([dict(benchmark=prep.key, model=prep.spec.model, seed=seed, method_seed=method_seed, fast_dev_run=prep.spec.fast_dev_run, **s) for s in stages])
+    store.append_stages([dict(benchmark=prep.key, model=prep.spec.model, seed=seed, method_seed=method_seed,
+                              fast_dev_run=prep.spec.fast_dev_run, **s) for s in stages])
 
 # %% ../../nbs/running/73_runner.ipynb #d4fa122e
 TRAIN_MODE_METHODS = ('finetune', 'neggrad_plus', 'random_label', 'bad_teacher', 'unsir', 'salun')   # theirs end in train mode
@@ -88,19 +92,21 @@ class SeedContext:
     task: UnlearnTask     # what the methods get: forget, retain, the methods' $D_u$, seed, cached models
     ref: object           # the reference outputs of evaluate (f_gold, f_orig, f_rand), computed once
     mia_nonmember: str = 'test+unseen' # the entropy MIA's non-members (the benchmark's)
-    augmented: tuple = ()  # the sets scored through their training augmentation: ('forget', 'retain') with BenchmarkSpec(eval_augmented=True), else ()
+    augmented: tuple = ()  # the sets scored through their training augmentation: ('forget', 'retain') if eval_augmented, else ()
     unseen_eval: object = None # the evaluation's D_u (acc_unseen, the MIA's non-members with the test set, RF-JSD); None: splits['unseen']
-    views: dict = field(default_factory=dict) # method -> the SeedContext its row is scored in: the same sets through another pipeline (Prepared.device_views)
+    views: dict = field(default_factory=dict) # method -> the SeedContext scoring its row: the sets through another pipeline (device_views)
     mia_mode: str = 'eval' # the benchmark's: 'authors' scores the rows of TRAIN_MODE_METHODS with the authors' MIA passes (mia_mode_of)
     def evaluate(self, model,       # the model to score, e.g. an unlearned f_un
                  method:str=None,   # the method whose row this is: one with a view of its own is scored there
                  **kw               # passed on to lotus_nb.metrics.evaluation.evaluate
                 ) -> dict:
-        "The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference outputs, the MIA's non-members the benchmark's"
+        """The metrics of `model` on this seed's splits (checked once, by seed_context), against the cached reference
+        outputs, the MIA's non-members the benchmark's"""
         if method in self.views: return self.views[method].evaluate(model, method, **kw)
         ts = self.splits
         mode = 'eval' if model is self.f_orig or model is self.f_gold else mia_mode_of(self.mia_mode, method)   # the cached never move
-        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'] if self.unseen_eval is None else self.unseen_eval, ref=self.ref,
+        return evaluate(model, ts['forget'], ts['retain'], ts['test'], ts['unseen'] if self.unseen_eval is None else self.unseen_eval,
+                        ref=self.ref,
                         **{'mia_nonmember': self.mia_nonmember, 'check_sets': False, 'augmented': self.augmented,
                            'augment_seed': self.task.seed, 'mia_mode': mode, **kw})
 
@@ -111,7 +117,8 @@ def fit_original(prep:Prepared,     # the prepared benchmark (its dataset trains
                  device,             # the torch.device it trains on
                  progress:bool=True  # show the training progress bar
                 ) -> tuple: # (f_orig, its training meta)
-    "Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained (seed_context, a cluster's own task)"
+    """Train (or load) the benchmark's $f_{orig}$ of `seed` on forget + retain: the one place it is trained
+    (seed_context, a cluster's own task)"""
     # a rehearsal's loaders yield fast_dev_run batches a pass (0: the real run)
     with rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch):
         return train_cached(path, prep.make_model, ts['forget'] + ts['retain'], prep.recipe, ts['unseen'], seed, device, progress)
@@ -123,7 +130,8 @@ def eval_unseen_of(how:str,   # 'methods' or 'heldout'
                    splits:dict, # the seed's splits (their 'unseen': the held-out half)
                    unseen,      # the methods' D_u (the task's)
                   ):            # the split the metrics read as D_u
-    "The evaluation's $D_u$: the methods' own (`'methods'`; CIFAKE in tab:cifar, as theirs) or the held-out half (`'heldout'`); the same on a held-out benchmark"
+    """The evaluation's $D_u$: the methods' own (`'methods'`; CIFAKE in tab:cifar, as theirs) or the held-out half
+    (`'heldout'`); the same on a held-out benchmark"""
     return unseen if check_choice(how, EVAL_UNSEEN, 'eval_unseen') == 'methods' else splits['unseen']
 
 def seed_context(prep:Prepared,      # the prepared benchmark
@@ -149,7 +157,9 @@ def seed_context(prep:Prepared,      # the prepared benchmark
     ev_unseen = eval_unseen_of(prep.spec.eval_unseen, ts, unseen)   # theirs: a synthetic D_u replaces the validation set for the whole run
     # the authors' scoring of augmented images: one draw, seeded by the seed
     aug = ('forget', 'retain') if prep.spec.eval_augmented else ()
-    with stage('reference', dev): ref = reference_outputs(ts['forget'], ev_unseen, f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'], augmented=aug, augment_seed=seed)
+    with stage('reference', dev):
+        ref = reference_outputs(ts['forget'], ev_unseen, f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=ts['test'], augmented=aug,
+                                augment_seed=seed)
     task = UnlearnTask(ts['forget'], ts['retain'], unseen, prep.spec.retain_pct, seed, data.num_classes, forget_class=prep.forget_class,
                        retrain=lambda: (f_gold, gold_meta), original_meta=orig_meta, retain_draw=prep.spec.retain_draw)
     views = {}
@@ -157,7 +167,8 @@ def seed_context(prep:Prepared,      # the prepared benchmark
         if prep.spec.unseen != 'heldout': raise ValueError(f"{prep.name}: a view of the data ({m}'s) needs the held-out D_u, not "
                                                            f"{prep.spec.unseen!r}")
         with stage(f'reference {m}', dev):
-            vref = reference_outputs(vs['forget'], vs['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=vs['test'], augmented=aug, augment_seed=seed)
+            vref = reference_outputs(vs['forget'], vs['unseen'], f_gold, f_orig, reinit_copy(f_orig, seed=seed), test=vs['test'],
+                                     augmented=aug, augment_seed=seed)
         views[m] = SeedContext(vs, f_orig, f_gold, task, vref, prep.spec.mia_nonmember, aug, mia_mode=prep.spec.mia_mode)
     return SeedContext(ts, f_orig, f_gold, task, ref, prep.spec.mia_nonmember, aug, None if ev_unseen is ts['unseen'] else ev_unseen, views,
                        prep.spec.mia_mode)
@@ -183,7 +194,9 @@ def run_seed(prep:Prepared,         # the prepared benchmark
     overlap = dev.type == 'cuda' if overlap_attacks is None else bool(overlap_attacks)
     STAGES.clear()
     try:
-        with torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch), precision(prep.spec.precision), numerics(dev):   # threads change a CPU run's last digits, precision a GPU run's: the row records both
+        # threads change a CPU run's last digits, precision a GPU run's: the row records both
+        with (torch_threads(check_threads(threads)), rehearsal(prep.spec.fast_dev_run, prep.spec.rehearsal_batch),
+              precision(prep.spec.precision), numerics(dev)):
             if (runs := precision_of(dev)) != (keyed := prep.base.get('precision', 'fp32')):   # the keys say what runs, or nothing runs
                 raise ValueError(f"{prep.name}: its keys were made for {keyed}, but {runs} runs on {dev} (fast path off, or "
                                  f"another device): resolve_spec(spec, device) with the device it runs on, or precision='{runs}'")
