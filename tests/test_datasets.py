@@ -468,3 +468,17 @@ def test_data_parts_import_one_way():
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env={**os.environ, 'OMP_NUM_THREADS': '1'}, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split() == ['False', 'cifake,cifar10,cifar100,digits,fashionmnist,imagenet,mufac,tinyimagenet'], res.stdout
+
+def test_reference_outputs_take_a_users_datasets():
+    "reference_outputs makes a user's Datasets splits once, as evaluate does: the same outputs as on the splits themselves"
+    from torch.utils.data import TensorDataset
+    from lotus_nb.data.user_data import as_split
+    from lotus_nb.metrics.evaluation import reference_outputs
+    torch.manual_seed(0)
+    f, u = (TensorDataset(torch.randn(n, 1, 4, 4), torch.arange(n) % 3) for n in (5, 7))
+    net = lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3))
+    gold, orig, rand = net(), net(), net()
+    a = reference_outputs(f, u, gold, orig, rand, test=u)
+    b = reference_outputs(as_split(f), as_split(u), gold, orig, rand, test=as_split(u))
+    for k in ('gold_forget', 'orig_unseen', 'y_unseen', 'rand_forget', 'orig_test', 'y_test'):
+        assert getattr(a, k) is not None and torch.equal(getattr(a, k), getattr(b, k)), k

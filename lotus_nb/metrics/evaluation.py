@@ -218,7 +218,7 @@ def _augmented(augmented, augment_seed) -> tuple: # checked; (set names sorted, 
 def _forget_draw(aug:tuple): return aug[1] if aug and 'forget' in aug[0] else None   # the seed of the forget images' draw; None: clean
 
 def probs_of(model,           # a classifier
-             split,           # a split, Dataset or DataLoader of (x, y)
+             split,           # a Split of (x, y): as_split makes one of a Dataset or DataLoader
              batch_size=1024, # images per forward pass
              augment_seed=None): # None: clean images; a seed: one draw of the split's training augmentation (predict)
     "Softmax outputs and labels of `model` on `split`"
@@ -236,6 +236,8 @@ def reference_outputs(forget,        # D_f: split, Dataset or DataLoader
                      ) -> Reference:
     "Outputs of the reference models that `evaluate` needs, computed once"
     aug = _augmented(augmented, augment_seed); ref = Reference(augmented=aug)
+    s = as_splits(dict(forget=forget, unseen=unseen, test=test))   # a user's Datasets made splits once, as evaluate does
+    forget, unseen, test = s['forget'], s['unseen'], s['test']
     # the authors' JSD: one draw per image, shared by f_un and f_gold (helpers/eval.py:174-177)
     fs = augment_seed if 'forget' in augmented else None
     if f_gold is not None: ref.gold_forget = probs_of(f_gold, forget, batch_size, fs)[0]
