@@ -24,7 +24,7 @@ def head_of(model:nn.Module, # the classifier network
     return found[-1]
 
 def set_module(model:nn.Module, # changed in place
-               name:str,        # a module's dotted name in `model`
+               name:str,        # a module's dotted name in the model
                module:nn.Module, # what takes its place
               ):
     "Put `module` in `model` in place of the module called `name`"
@@ -45,7 +45,7 @@ def widen_head(head:nn.Linear, # the classifier: K outputs
 
 def prune_head(head:nn.Linear, # the widened classifier
                K:int,          # how many rows to keep: the real classes
-              ) -> nn.Linear:  # K outputs, the first K rows of `head`
+              ) -> nn.Linear:  # K outputs, the first K rows of the widened head
     "The shadow neuron pruned: a `nn.Linear(d, K)` holding `head`'s first K rows (boundary_unlearning.py:156-161)"
     bias = head.bias is not None
     new = nn.utils.skip_init(nn.Linear, head.in_features, K, bias=bias, device=head.weight.device, dtype=head.weight.dtype)

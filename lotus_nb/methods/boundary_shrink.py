@@ -15,7 +15,7 @@ from .base import MethodConfig, Range, UnlearnTask, Unlearned, register_method, 
 __all__ = ['pixel_stats', 'fgsm_step', 'nearest_wrong_labels', 'BoundaryShrinkConfig', 'boundary_shrink']
 
 # %% ../../nbs/methods/52_boundary_shrink.ipynb #2f387eec
-def pixel_stats(split,  # a split whose batches are (pixels - mean) / std: its `mean` and `std` per channel, [0,1] units
+def pixel_stats(split,  # a split whose batches are (pixels - mean) / std: its mean and std per channel, [0,1] units
                 device, # where the batches live
                ) -> tuple: # (mean, std), each a 1 x C x 1 x 1 float tensor; (0, 1) for a split that names none
     "The per-channel mean and std that turn a batch of `split` back into $[0,1]$ pixels: $u = x\\sigma + m$"
@@ -26,7 +26,8 @@ def fgsm_step(probe:nn.Module,  # f_orig's frozen copy, in eval mode
               x:torch.Tensor,   # a normalised batch
               y:torch.Tensor,   # its labels
               bound:float,      # epsilon, in [0,1] pixel units
-              mean:torch.Tensor, std:torch.Tensor, # pixel_stats of the batch's split
+              mean:torch.Tensor, # the split's per-channel mean (pixel_stats)
+              std:torch.Tensor,  # the split's per-channel std (pixel_stats)
              ) -> torch.Tensor: # the stepped batch, normalised as x
     "One FGSM step of `bound` in pixels along the sign of CE's input gradient, clipped to [0,1] and rounded to 1/255 (their FGSM.perturb)"
     x_adv = x.detach().clone().requires_grad_(True)
@@ -36,7 +37,12 @@ def fgsm_step(probe:nn.Module,  # f_orig's frozen copy, in eval mode
     u_adv = (u + (u_adv - u).clamp(-bound, bound)).clamp(0., 1.)  # clamper, lines 54-66
     return (torch.round(u_adv * 255) / 255 - mean) / std          # discretize and normalise again (line 67)
 
-def nearest_wrong_labels(probe:nn.Module, x:torch.Tensor, y:torch.Tensor, bound:float, mean:torch.Tensor, std:torch.Tensor,
+def nearest_wrong_labels(probe:nn.Module,  # f_orig's frozen copy, in eval mode
+                         x:torch.Tensor,   # a normalised batch
+                         y:torch.Tensor,   # its labels
+                         bound:float,      # epsilon, in [0,1] pixel units
+                         mean:torch.Tensor, # the split's per-channel mean (pixel_stats)
+                         std:torch.Tensor,  # the split's per-channel std (pixel_stats)
                         ) -> torch.Tensor: # one label per sample
     "The class `probe` gives each sample after `fgsm_step`: the nearest class across the boundary, or its own where the step does not cross"
     x_adv = fgsm_step(probe, x, y, bound, mean, std)
