@@ -1,4 +1,5 @@
-"""CF-k, EU-k, l1-sparse and Fisher forgetting: the authors' code against ours, on the same small model, data, seed and settings.
+"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink and Boundary Expanding: the authors' code against ours, on the same small
+model, data, seed and settings.
 
     # their files, out of a fetched copy of each repository (never into this one):
     G=<git dir of shash42/Evaluating-Inexact-Unlearning>; mkdir -p /tmp/eiu
@@ -11,6 +12,11 @@
     git --git-dir=$G show HEAD:Forgetting.ipynb > /tmp/fisher_authors/Forgetting.ipynb
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method l1_sparse --authors /tmp/us
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method fisher --authors /tmp/fisher_authors --kind class
+    G=<git dir of TY-LEE-KR/Boundary-Unlearning-Code (the authors' Dropbox release)>; A=/tmp/boundary_authors; mkdir -p $A
+    for f in boundary_unlearning.py adv_generator.py expand_exp.py models.py trainer.py utils.py; do
+        git --git-dir=$G show HEAD:$f > $A/$f; done
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method boundary_shrink --authors $A --kind class
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method boundary_expanding --authors $A --kind class
 
 The workload: `demo_task` (digits, the small ResNet18, 15 epochs of training; `--kind class`: class 3 forgotten), the
 method's defaults but `--epochs` (3: CF-k's and EU-k's rate restarts after epochs 1 and 3). Both sides start from the same
@@ -37,6 +43,20 @@ What their code needs to run here, and nothing that changes a step:
   set's size), `seed` (the task's; their noise cell sets alpha = 1e-6 itself), and `p.data0` (their copy of each
   parameter, Forgetting.ipynb:1424). `hessian` is given our retain split, unaugmented and in order, as a list of
   (image, label); its progress bar is silenced. The noise cell's second loop (on their retrained model) is not run. `--epochs` is unused.
+- Boundary Shrink and Boundary Expanding (Chen et al., boundary_unlearning.py, class unlearning only): their functions are
+  imported from their files and called with `device='cpu'` (they take one; nothing in them asks for a GPU) and the forget
+  loader of our class split (`task.forget.loader(64, train=True, seed=task.seed)`, as ours), in place of their CIFAR loader.
+  Their epochs are set to `--epochs`: `poison_epoch` is a parameter of `boundary_shrink`; `finetune_epochs = 10` is written in
+  `boundary_expanding` (line 127) and is replaced in its source. Boundary Shrink: their FGSM unnormalises with CIFAR-10's
+  constants and three channels written out (adv_generator.py:13-15, 28-44); it is given our split's mean and std, the same
+  formula over its one channel. Boundary Expanding is written for their AllCNN: it reads `.features` and `.classifier` and
+  has the feature width 96 written in (`n_filter2 = int(192 * 0.5)`, line 105); it is handed our ResNet as those two (the
+  network with `fc` an identity, and `fc`), the width replaced by the ResNet's in its source, and `optimization='sgd'`
+  (main.py:25's default); its result, `nn.Sequential(features, pruned classifier)`, is read back into our network's layout
+  to compare. After their loops they evaluate on their test loaders and save the model: `utils.get_forget_loader` and
+  `trainer.eval` are stubbed, the saved files go to a temporary folder, and their progress bar and prints are silenced. Both
+  sides get a model in train mode: their Boundary Expanding's first forward comes before its `widen_model.train()` (lines
+  139, 146).
 
 Printed: the largest absolute difference of any parameter (and of any BatchNorm buffer) between their result and ours,
 the relative distance ||ours - theirs|| / ||theirs - f_orig|| over all parameters, and each side's wall-clock seconds.
@@ -117,12 +137,53 @@ def fisher_run(authors, model, task, cfg):
     assert ns['alpha'] == cfg.alpha, f"their alpha {ns['alpha']} is not the config's {cfg.alpha}"
     return model
 
+def boundary_run(method, authors, model, task, cfg, epochs):
+    "Chen et al.'s `boundary_shrink` or `boundary_expanding` (boundary_unlearning.py) from `model`; returns the result in our layout"
+    import inspect, tempfile
+    sys.path.insert(0, str(authors))
+    import boundary_unlearning as bu, adv_generator
+    mean, std = task.forget.mean, task.forget.std
+    class SplitFGSM(adv_generator.FGSM):
+        "their FGSM, normalised with the split's per-channel mean and std (theirs: CIFAR-10's, three channels written out)"
+        def __init__(self, *a, **k): super().__init__(*a, **k); self.mean, self.std = mean, std
+        def normalize(self, x):
+            y = x.clone()
+            for c in range(y.shape[1]): y[:, c, :, :] = (y[:, c, :, :] - self.mean[c]) / self.std[c]
+            return y
+        def inverse_normalize(self, x):
+            y = x.clone()
+            for c in range(y.shape[1]): y[:, c, :, :] = y[:, c, :, :] * self.std[c] + self.mean[c]
+            return y
+    bu.FGSM = SplitFGSM
+    bu.eval = lambda **k: (None, 0.)                                 # their evaluation after the loop
+    bu.utils.get_forget_loader = lambda *a, **k: (None, None)
+    forget = task.forget.loader(cfg.batch_size, train=True, seed=task.seed)
+    out = tempfile.mkdtemp() + '/'
+    set_seed(task.seed)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        if method == 'boundary_shrink':
+            assert cfg.bound == 0.1 and cfg.lr == 1e-5, "their bound and lr are written in (lines 15, 31): the config's must be theirs"
+            return bu.boundary_shrink(model, forget, None, None, None, 'cpu', False, bound=cfg.bound, poison_epoch=epochs,
+                                      forget_class=task.forget_class, path=out)
+        assert cfg.lr == 1e-5 and cfg.optimizer == 'sgd', "their lr is written in (line 130): the config's must be theirs"
+        src = inspect.getsource(bu.boundary_expanding)
+        for old, new in (('int(192 * 0.5)', str(model.fc.in_features)), ('finetune_epochs = 10', f'finetune_epochs = {epochs}')):
+            assert src.count(old) == 1, old; src = src.replace(old, new)
+        exec(src, bu.__dict__)
+        features = copy.deepcopy(model); features.fc = nn.Identity()
+        ours_layout = copy.deepcopy(model)
+        as_theirs = nn.Module(); as_theirs.features, as_theirs.classifier = features, copy.deepcopy(model.fc)
+        pruned = bu.boundary_expanding(as_theirs, forget, None, None, None, None, 'sgd', 'cpu', False, path=out)
+    state = dict(pruned[0].state_dict()) | {'fc.' + k: v for k, v in pruned[1].state_dict().items()}   # features, then the head
+    ours_layout.load_state_dict(state)
+    return ours_layout
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher'])
+    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher', 'boundary_shrink', 'boundary_expanding'])
     ap.add_argument('--authors', required=True,
                     help="their files: src/ of Evaluating-Inexact-Unlearning, a folder holding Unlearn-Sparse's unlearn/, or one holding "
-                         "SelectiveForgetting's Forgetting.ipynb")
+                         "SelectiveForgetting's Forgetting.ipynb, or one holding Boundary-Unlearning-Code's files")
     ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
     ap.add_argument('--epochs', type=int, default=3)
     ap.add_argument('--json', default=None, help='also write the figures here')
@@ -135,6 +196,7 @@ def main():
     for p in theirs.parameters(): p.requires_grad_(True)
     t0 = time.perf_counter()
     if a.method == 'fisher': theirs = fisher_run(a.authors, theirs, task, cfg)
+    elif a.method.startswith('boundary'): theirs = boundary_run(a.method, a.authors, theirs, task, cfg, a.epochs)
     elif a.method == 'l1_sparse': theirs = us_run(a.authors, theirs, task, cfg)
     else: theirs = eiu_run(a.method, a.authors, theirs, task, cfg)
     t_theirs = time.perf_counter() - t0
@@ -142,7 +204,8 @@ def main():
     bo, bt = dict(ours.named_buffers()), dict(theirs.named_buffers())
     diff = lambda x, y: (x.double() - y.double()).abs().max().item()
     sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
-    steps = 0 if a.method == 'fisher' else a.epochs*len(task.retain.loader(max(cfg.batch_size, 1), train=True, seed=task.seed))
+    trained = task.forget if a.method.startswith('boundary') else task.retain   # the set the method steps over
+    steps = 0 if a.method == 'fisher' else a.epochs*len(trained.loader(max(cfg.batch_size, 1), train=True, seed=task.seed))
     out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
                params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),
                buffers_max_abs_diff=max((diff(bo[n], bt[n]) for n in bo if bo[n].is_floating_point()), default=0.),

@@ -19,7 +19,7 @@ BUILTIN_PLUGINS = ('lotus_nb.data.formats_idx', 'lotus_nb.data.formats_cifar', '
                    'lotus_nb.methods.lotus', 'lotus_nb.methods.lotus_salun',
                    # the field's methods beyond the paper's (run when named)
                    'lotus_nb.methods.cf_k', 'lotus_nb.methods.eu_k', 'lotus_nb.methods.l1_sparse',
-                   'lotus_nb.methods.fisher',
+                   'lotus_nb.methods.fisher', 'lotus_nb.methods.boundary_shrink', 'lotus_nb.methods.boundary_expanding',
                    # an unseen-set generator; the privacy audit's split rule and run arrays
                    'lotus_nb.running.synthetic', 'lotus_nb.running.privacy')
 

@@ -355,6 +355,23 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                    eps=(1e-8, 1e-8, 'Forgetting.ipynb:1543'), max_var=(1e3, 1e3, 'Forgetting.ipynb:1544'),
                    max_var_head=(1e2, 1e2, 'Forgetting.ipynb:1545-1546'), scale=(10., 10., 'Forgetting.ipynb:1558-1563'),
                    forget_var=(1e-4, 1e-4, 'Forgetting.ipynb:1555-1557 (class unlearning)')),
+    'boundary_shrink': dict(epochs=(10, 10, 'Boundary-Unlearning-Code boundary_unlearning.py:15 (poison_epoch); ViT: theirs '
+                                            '(no ViT in their code)'),
+                            batch_size=(64, 64, 'Boundary-Unlearning-Code main.py:32; ViT: theirs'),
+                            optimizer=('sgd', 'sgd', 'Boundary-Unlearning-Code boundary_unlearning.py:31'),
+                            lr=(1e-5, 1e-5, 'Boundary-Unlearning-Code boundary_unlearning.py:31 '
+                                            '(DELETE config/cifar10_resnet18.yaml:6: 1e-4)'),
+                            momentum=(0.9, 0.9, 'Boundary-Unlearning-Code boundary_unlearning.py:31'),
+                            weight_decay=(0., 0., 'Boundary-Unlearning-Code boundary_unlearning.py:31 (none)'),
+                            bound=(0.1, 0.1, 'Boundary-Unlearning-Code boundary_unlearning.py:15 (FGSM, line 25)')),
+    'boundary_expanding': dict(epochs=(10, 10, 'Boundary-Unlearning-Code boundary_unlearning.py:127 (finetune_epochs); ViT: theirs '
+                                               '(no ViT in their code)'),
+                               batch_size=(64, 64, 'Boundary-Unlearning-Code main.py:32; ViT: theirs'),
+                               optimizer=('sgd', 'sgd', 'Boundary-Unlearning-Code main.py:25 (--optim_name), trainer.py:23-31'),
+                               lr=(1e-5, 1e-5, 'Boundary-Unlearning-Code boundary_unlearning.py:130 '
+                                               '(DELETE config/cifar10_resnet18.yaml:6: 1e-4)'),
+                               momentum=(0.9, 0.9, 'Boundary-Unlearning-Code boundary_unlearning.py:130'),
+                               weight_decay=(0., 0., 'Boundary-Unlearning-Code trainer.py:27 (none)')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
