@@ -1,5 +1,5 @@
-"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink and Boundary Expanding: the authors' code against ours, on the same small
-model, data, seed and settings.
+"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink, Boundary Expanding and DELETE: the authors' code against
+ours, on the same small model, data, seed and settings.
 
     # their files, out of a fetched copy of each repository (never into this one):
     G=<git dir of shash42/Evaluating-Inexact-Unlearning>; mkdir -p /tmp/eiu
@@ -17,6 +17,9 @@ model, data, seed and settings.
         git --git-dir=$G show HEAD:$f > $A/$f; done
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method boundary_shrink --authors $A --kind class
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method boundary_expanding --authors $A --kind class
+    G=<git dir of shaaaaron/DELETE>; mkdir -p /tmp/delete_authors/method
+    git --git-dir=$G show HEAD:method/delete.py > /tmp/delete_authors/method/delete.py
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method delete --authors /tmp/delete_authors --kind class
 
 The workload: `demo_task` (digits, the small ResNet18, 15 epochs of training; `--kind class`: class 3 forgotten), the
 method's defaults but `--epochs` (3: CF-k's and EU-k's rate restarts after epochs 1 and 3). Both sides start from the same
@@ -57,6 +60,14 @@ What their code needs to run here, and nothing that changes a step:
   `trainer.eval` are stubbed, the saved files go to a temporary folder, and their progress bar and prints are silenced. Both
   sides get a model in train mode: their Boundary Expanding's first forward comes before its `widen_model.train()` (lines
   139, 146).
+- DELETE (Zhou et al.; class unlearning only: `--kind class`): their `delete` (method/delete.py) is imported as it stands, as
+  the module `method.delete` of a stub package `method`; the modules it imports for its timer, logging, per-epoch
+  evaluation and plots are stubs: `method.utils` (`keys`, `eval_opt`; `evaluate_model_on_all_loaders` returns no
+  accuracies, `plot_unlearn_remain_acc_figure` draws nothing: their per-epoch evaluation, delete.py:76-80, is neither run
+  nor timed), `utils` (`timer` returns the function), `trainer` (empty), `log_utils` (`enable_console_logging` does
+  nothing). `.to("cuda")` (delete.py:27-28, 46) returns the tensor or module unchanged, for the call; the logger is a
+  disabled `logging.Logger`; `soft_label` is 'inf' (their only one, main.py:88). Their `train_forget_loader` is our
+  forget split's loader, as ours builds it (`task.forget.loader(batch_size, train=True, seed=task.seed)`).
 
 Printed: the largest absolute difference of any parameter (and of any BatchNorm buffer) between their result and ours,
 the relative distance ||ours - theirs|| / ||theirs - f_orig|| over all parameters, and each side's wall-clock seconds.
@@ -68,7 +79,7 @@ import torch, torch.nn as nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lotus_nb.methods.demo import demo_task
-from lotus_nb.methods.base import unlearn, method_config
+from lotus_nb.methods.base import unlearn, method_config, check_kind
 from lotus_nb.core.device import set_seed
 
 @contextlib.contextmanager
@@ -178,17 +189,49 @@ def boundary_run(method, authors, model, task, cfg, epochs):
     ours_layout.load_state_dict(state)
     return ours_layout
 
+@contextlib.contextmanager
+def no_cuda_to():
+    "`.to('cuda')` on tensors and modules returns them unchanged, for the call (other `.to` calls as they are)"
+    t, m = torch.Tensor.to, nn.Module.to
+    def tensor_to(self, *a, **k): return self if a[:1] == ('cuda',) else t(self, *a, **k)
+    def module_to(self, *a, **k): return self if a[:1] == ('cuda',) else m(self, *a, **k)
+    torch.Tensor.to, nn.Module.to = tensor_to, module_to
+    try: yield
+    finally: torch.Tensor.to, nn.Module.to = t, m
+
+def delete_run(authors, model, task, cfg):
+    "Zhou et al.'s DELETE (`delete`, method/delete.py) on a copy of `model`: their result"
+    stubs = {'method.utils': dict(keys=['train_forget', 'train_remain', 'test_forget', 'test_remain'], eval_opt={},
+                                  plot_unlearn_remain_acc_figure=lambda *a, **k: None,
+                                  evaluate_model_on_all_loaders=lambda *a, **k: dict.fromkeys(
+                                      ['train_forget', 'train_remain', 'test_forget', 'test_remain'], float('nan'))),
+             'utils': dict(timer=lambda f: f), 'trainer': {}, 'log_utils': dict(enable_console_logging=lambda *a, **k: None)}
+    for name, attrs in stubs.items():
+        m = types.ModuleType(name); m.__dict__.update(attrs); sys.modules[name] = m
+    pkg = types.ModuleType('method'); pkg.__path__ = [str(Path(authors)/'method')]; sys.modules['method'] = pkg
+    import importlib
+    their = importlib.import_module('method.delete')
+    log = logging.getLogger('their_delete'); log.disabled = True
+    forget = task.forget.loader(cfg.batch_size, train=True, seed=task.seed)
+    set_seed(task.seed)
+    with no_cuda_to(), contextlib.redirect_stderr(io.StringIO()):   # their tqdm.trange over epochs
+        return their.delete(model, forget, cfg.epochs, cfg.lr, log, None, {}, '/tmp/unused', soft_label='inf')
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher', 'boundary_shrink', 'boundary_expanding'])
+    ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher', 'boundary_shrink', 'boundary_expanding',
+                                                            'delete'])
     ap.add_argument('--authors', required=True,
                     help="their files: src/ of Evaluating-Inexact-Unlearning, a folder holding Unlearn-Sparse's unlearn/, or one holding "
-                         "SelectiveForgetting's Forgetting.ipynb, or one holding Boundary-Unlearning-Code's files")
+                         "SelectiveForgetting's Forgetting.ipynb, one holding Boundary-Unlearning-Code's files, or one holding "
+                         "DELETE's method/delete.py")
     ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
     ap.add_argument('--epochs', type=int, default=3)
     ap.add_argument('--json', default=None, help='also write the figures here')
     a = ap.parse_args()
     torch.set_num_threads(1)
+    try: check_kind(a.method, a.kind)   # DELETE: class unlearning only, refused in one line
+    except ValueError as e: sys.exit(str(e))
     f_orig, ts, task = demo_task(forget_class=3 if a.kind == 'class' else None)
     cfg = method_config(a.method, 'resnet', a.kind, **({} if a.method == 'fisher' else dict(epochs=a.epochs)))
     t0 = time.perf_counter(); ours = unlearn(a.method, f_orig, task, cfg=cfg, progress=False).model; t_ours = time.perf_counter() - t0
@@ -197,6 +240,7 @@ def main():
     t0 = time.perf_counter()
     if a.method == 'fisher': theirs = fisher_run(a.authors, theirs, task, cfg)
     elif a.method.startswith('boundary'): theirs = boundary_run(a.method, a.authors, theirs, task, cfg, a.epochs)
+    elif a.method == 'delete': theirs = delete_run(a.authors, theirs, task, cfg)
     elif a.method == 'l1_sparse': theirs = us_run(a.authors, theirs, task, cfg)
     else: theirs = eiu_run(a.method, a.authors, theirs, task, cfg)
     t_theirs = time.perf_counter() - t0
@@ -204,7 +248,7 @@ def main():
     bo, bt = dict(ours.named_buffers()), dict(theirs.named_buffers())
     diff = lambda x, y: (x.double() - y.double()).abs().max().item()
     sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
-    trained = task.forget if a.method.startswith('boundary') else task.retain   # the set the method steps over
+    trained = task.forget if a.method.startswith('boundary') or a.method == 'delete' else task.retain   # the set the method steps over
     steps = 0 if a.method == 'fisher' else a.epochs*len(trained.loader(max(cfg.batch_size, 1), train=True, seed=task.seed))
     out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
                params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),

@@ -372,6 +372,14 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                                '(DELETE config/cifar10_resnet18.yaml:6: 1e-4)'),
                                momentum=(0.9, 0.9, 'Boundary-Unlearning-Code boundary_unlearning.py:130'),
                                weight_decay=(0., 0., 'Boundary-Unlearning-Code trainer.py:27 (none)')),
+    'delete': dict(epochs=(20, 20, 'DELETE config/cifar10_resnet18.yaml:5; ViT: config/cifar10_vit-s-16.yaml:5 (their ViT-S/16)'),
+                   batch_size=(128, 32, 'DELETE config/cifar10_resnet18.yaml:3; ViT: ' + BATCH_SIZE_SOURCE + ' (theirs 128: '
+                                        'cifar10_vit-s-16.yaml:3)'),
+                   optimizer=('sgd', 'sgd', 'DELETE method/delete.py:33'),
+                   lr=(1e-4, 5e-5, 'DELETE config/cifar10_resnet18.yaml:6 (CIFAR-100, Tiny ImageNet: 5e-5, cifar100_resnet18.yaml:6); '
+                                   'ViT: config/cifar10_vit-s-16.yaml:6'),
+                   momentum=(0.9, 0.9, 'DELETE method/delete.py:33'),
+                   weight_decay=(0., 0., 'DELETE method/delete.py:33 (none; no temperature, no loss weights: lines 30, 66-70)')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
