@@ -10,7 +10,7 @@ import optuna
 from optuna.trial import TrialState
 from helpers import ROOT, ONE_THREAD, run_nb, show, read_rows
 from lotus_nb.running.benchmark import BenchmarkSpec, resolve_spec, prepare
-from lotus_nb.methods.base import list_methods, method_config, unlearn, METHODS
+from lotus_nb.methods.base import list_methods, method_config, method_kinds, unlearn, METHODS
 from lotus_nb.methods.demo import demo_task
 from lotus_nb.running.tuner import search_space, suggest, validation_spec, storage_url, counted, tune, tuned_overrides
 
@@ -47,12 +47,13 @@ def test_search_spaces_are_valid():
 def tiny_task():
     "A trained f_orig on digits (tiny ResNet, 2 epochs) and its task: seconds"
     f_orig, _, task = demo_task('digits', 'resnet18_tiny', epochs=2)
-    return f_orig, task
+    c_orig, _, c_task = demo_task('digits', 'resnet18_tiny', epochs=2, forget_class=3)
+    return {'instance': (f_orig, task), 'class': (c_orig, c_task)}
 
 def test_search_space_corners_run(tiny_task):
     "Each method runs at both corners of its space (epochs capped at 1): the ranges hold values the methods accept"
-    f_orig, task = tiny_task
     for m in list_methods(reference=False):
+        f_orig, task = tiny_task['instance' if 'instance' in method_kinds(m) else 'class']   # a task of a kind it does
         for p in corners(search_space(m)):
             if 'epochs' in p: p['epochs'] = 1
             out = unlearn(m, f_orig, task, progress=False, **p)
