@@ -74,3 +74,30 @@ def test_search_space_and_budget(name):
         cfg = method_config(name, arch)
         assert all(getattr(cfg, k) in r for k, r in space.items()), (name, arch)
         assert (dataclasses.asdict(cfg)['epochs'] >= 1) != one_shot
+
+def test_the_field_through_the_notebooks(tmp_path):
+    """`-p methods field` through papermill (a rehearsal: one batch a loop): the experiments notebook on an instance
+    benchmark runs every method that does instance unlearning, and its field table ranks them and lists the class-only ones as
+    not applicable, with the reason; the class-unlearning notebook runs the class-only ones too. The paper's tables keep the
+    paper's methods."""
+    from helpers import papermill, show, outputs, run_nb
+    from lotus_nb.methods.base import FIELD as KEYWORD, field_methods, display_name
+    from lotus_nb.running.store import Store
+    res = papermill(tmp_path/'out.ipynb', '-p', 'dataset', 'digits', '-y', 'seeds: [1]', '-p', 'methods', KEYWORD, '-p', 'fast_dev_run', '1',
+                    '-p', 'out_dir', tmp_path/'res')
+    assert res.returncode == 0, show(res)
+    runs, skipped = field_methods('instance')
+    assert sorted(Store(tmp_path/'res'/'rehearsal').read().method) == sorted(runs)
+    out = outputs(tmp_path/'out.ipynb')
+    assert skipped and all(f'not applicable: {why}' in out for why in skipped.values()), out[-3000:]
+    field = next(Store(tmp_path/'res'/'rehearsal').tables.glob('*_field.csv'))
+    t = __import__('pandas').read_csv(field, index_col=0)
+    assert {display_name(m) for m in runs} | {display_name(m) for m in skipped} == set(t.index)
+    paper = next(Store(tmp_path/'res'/'rehearsal').tables.glob('*_avg_gap.csv'))
+    assert not {display_name(m) for m in FIELD} & set(__import__('pandas').read_csv(paper, index_col=0).columns)   # the paper's columns only
+    cls = run_nb('class_unlearning', tmp_path/'cls.ipynb', '-y', 'benchmarks: [digits]', '-y', 'seeds: [1]', '-p', 'methods', KEYWORD,
+                 '-p', 'fast_dev_run', '1', '-p', 'out_dir', tmp_path/'cls')
+    assert cls.returncode == 0, show(cls)
+    ran = set(Store(tmp_path/'cls'/'rehearsal').read().method)
+    assert ran == set(field_methods('class')[0]) and {'delete', 'boundary_shrink'} <= ran
+    assert 'not applicable' not in outputs(tmp_path/'cls.ipynb') and '| DELETE ' in outputs(tmp_path/'cls.ipynb')

@@ -21,10 +21,10 @@ from .method_parts import (student_of, frozen, make_optimizer, with_tags, num_cl
 log = logging.getLogger('lotus_nb')
 
 # %% auto #0
-__all__ = ['log', 'RETAIN_DRAWS', 'METHODS', 'ROLES', 'KINDS', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method',
+__all__ = ['log', 'RETAIN_DRAWS', 'METHODS', 'ROLES', 'KINDS', 'FIELD', 'UnlearnTask', 'Range', 'MethodConfig', 'register_method',
            'list_methods', 'method_kinds', 'check_kind', 'check_method', 'new_field_names', 'config_identity',
-           'method_config', 'method_role', 'is_reference', 'role_method', 'display_name', 'ordered_methods',
-           'Unlearned', 'unlearn']
+           'method_config', 'field_methods', 'named_methods', 'method_role', 'is_reference', 'role_method',
+           'display_name', 'ordered_methods', 'Unlearned', 'unlearn']
 
 # %% ../../nbs/methods/32_base.ipynb #ee60eac8
 RETAIN_DRAWS = ('uniform', 'stratified')   # how retain_subset draws: as the authors' random.sample (lotus_class.py:267-271), or by class
@@ -100,6 +100,10 @@ class MethodConfig:
     class_defaults: ClassVar[dict] = {}
     renamed: ClassVar[dict] = {}   # old field name -> name now: the old keyword still works (DeprecationWarning), a row's setup keeps it
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.running.tuner searches
+    def image_passes(self, n_forget:int, n_retain:int, num_classes:int) -> float:
+        """The training-image passes (a forward and a backward of one image: 1) a run of this config takes on sets of
+        these sizes: the preview's estimate. Here: every epoch over $D_f$ and $D_r$; a method whose passes differ says so"""
+        return max(self.epochs or 1, 1)*(n_forget + n_retain)
 
 METHODS = Registry('method')
 ROLES = ('original', 'gold', 'method')   # the two references (compared with, never ranked), then the unlearning methods
@@ -189,6 +193,24 @@ def method_config(name:str,                  # a registered method
     bad = set(overrides) - valid
     if bad: raise TypeError(f"unknown hyperparameter(s) {sorted(bad)} for {name!r}; valid: {', '.join(sorted(valid))}")
     return cls(**{**cls.arch_defaults.get(arch, {}), **(cls.class_defaults if kind == 'class' else {}), **overrides})
+
+# %% ../../nbs/methods/32_base.ipynb #5f601c40
+FIELD = 'field'   # a run's methods named at once: every registered method that does the run's kind of unlearning
+
+def field_methods(kind:str, # the run's kind: 'instance' or 'class'
+                 ) -> tuple: # (names, {name: why it does not run})
+    """Every registered method that does `kind` of unlearning, in column order, and `{name: reason}` for each that does
+    not"""
+    check_choice(kind, KINDS, 'kind'); ms = list_methods()
+    return ([m for m in ms if kind in method_kinds(m)],
+            {m: f"{display_name(m)} does {' and '.join(method_kinds(m))} unlearning only" for m in ms if kind not in method_kinds(m)})
+
+def named_methods(methods,  # registry names, FIELD ('field'), or None (the default run)
+                  kind:str, # the run's kind: 'instance' or 'class'
+                 ):         # a list of names, or None
+    "A run's `methods` as names: FIELD becomes `field_methods(kind)`'s names; None (the default run) and lists stay as given"
+    if isinstance(methods, str) and methods == FIELD: return field_methods(kind)[0]
+    return methods
 
 # %% ../../nbs/methods/32_base.ipynb #90dcbfac
 def method_role(m:str # a registered method's name

@@ -66,6 +66,7 @@ class BoundaryExpandingConfig(MethodConfig):
     weight_decay: float = 0.      # none in theirs (trainer.py:27)
     arch_defaults: ClassVar[dict] = {}   # no ViT in their code: the same settings (D_f alone is seen)
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20))
+    def image_passes(self, n_forget, n_retain, num_classes) -> float: return max(self.epochs, 1)*n_forget   # the preview's: D_f alone
 
 def expand_and_train(original:nn.Module, # f_orig (left unchanged)
                      task:UnlearnTask,   # its forget set D_f

@@ -61,6 +61,8 @@ class BoundaryShrinkConfig(MethodConfig):
     bound: float = 0.1            # FGSM's epsilon in [0,1] pixels (line 15)
     arch_defaults: ClassVar[dict] = {}   # no ViT in their code: the same settings (D_f alone is seen)
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20), bound=Range(0.01, 0.5, log=True))
+    def image_passes(self, n_forget, n_retain, num_classes) -> float:   # the preview's: over D_f, the probe's FGSM step (1),
+        return max(self.epochs, 1)*n_forget*7/3                          # its forward on the attacked image (1/3), the training step (1)
 
 @register_method('boundary_shrink', BoundaryShrinkConfig, display='Boundary Shrink', order=16, default_run=False, kinds=('class',))
 def boundary_shrink(original:nn.Module,  # f_orig (left unchanged; its frozen copy is the probe)

@@ -92,6 +92,7 @@ class CFkConfig(MethodConfig):
     clip: float = 10.            # the gradient's largest norm (learn.py:80); 0: no clipping
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=0.01, min_lr=5e-4)}   # no ViT in their code: see the chapter
     search_space: ClassVar[dict] = dict(lr=Range(1e-3, 0.3, log=True), epochs=Range(1, 20), k=Range(1, 10))
+    def image_passes(self, n_forget, n_retain, num_classes) -> float: return max(self.epochs, 1)*n_retain   # the preview's: D_r alone
 
 @register_method('cf_k', CFkConfig, display='CF-k', order=12, default_run=False)
 def cf_k(original:nn.Module,  # f_orig (left unchanged)

@@ -41,6 +41,8 @@ class DeleteConfig(MethodConfig):
     weight_decay: float = 0.      # none in method/delete.py:33
     arch_defaults: ClassVar[dict] = {'vit': dict(lr=5e-5, batch_size=32)}   # config/cifar10_vit-s-16.yaml:6; ViT-B/16 at 32 a batch
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 40))
+    def image_passes(self, n_forget, n_retain, num_classes) -> float:
+        return max(self.epochs, 1)*n_forget*4/3   # the preview's: over D_f, the teacher's forward (1/3) and the student's step (1)
 
 @register_method('delete', DeleteConfig, display='DELETE', order=18, default_run=False, kinds=('class',))
 def delete(original:nn.Module,  # f_orig: the teacher and the student's start (left unchanged)

@@ -75,6 +75,8 @@ class FisherConfig(MethodConfig):
     forget_var: float = 1e-4      # class unlearning: the forgotten row's variance, before the factor (line 1557)
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=8)}   # per-sample gradients of ViT-B/16, 8 at a time
     search_space: ClassVar[dict] = dict(alpha=Range(1e-9, 1e-4, log=True))   # one shot: no lr, no epochs
+    def image_passes(self, n_forget, n_retain, num_classes) -> float:
+        return num_classes*n_retain   # the preview's: a per-sample gradient of every class for each image of D_r, no training
 
 @register_method('fisher', FisherConfig, display='Fisher', order=15, default_run=False, kinds=('instance', 'class'))
 def fisher(original:nn.Module,  # f_orig (left unchanged)

@@ -12,7 +12,7 @@ from ..core.checks import check_choice
 from .evaluation import GAP_KEYS, METRIC_FNS, list_metrics
 # each metric's record: nbs/metrics/62_metric_facts.ipynb
 from .metric_facts import table_metrics, logged_digits, logged_rounding
-from ..methods.base import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method
+from ..methods.base import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method, field_methods
 
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',
@@ -20,8 +20,8 @@ __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', '
            'CERTAIN_ROWS', 'NO_CHANGE', 'EXTRA_ROWS', 'OURS_AVG_GAP', 'summarize', 'fmt_pm', 'rank_row', 'make_table',
            'render', 'metric_row', 'metric_rows', 'higher_better', 'table_columns', 'table_rows', 'extra_rows',
            'metric_table', 'gaps_to_gold', 'as_logged', 'aggregate_authors', 'rank_ties', 'cell_authors',
-           'paper_methods', 'best_of', 'shape', 'ranked_columns', 'per_seed', 'certainty', 'standing', 'no_change',
-           'moved_table', 'save_table', 'plot_tau_trace', 'plot_entropy']
+           'paper_methods', 'best_of', 'shape', 'ranked_columns', 'per_seed', 'certainty', 'standing', 'table_field',
+           'field_ran', 'no_change', 'moved_table', 'save_table', 'plot_tau_trace', 'plot_entropy']
 
 # %% ../../nbs/metrics/64_report.ipynb #f99606c0
 def summarize(results:pd.DataFrame, # rows of results.csv: one per (method, seed)
@@ -302,6 +302,43 @@ def standing(results:pd.DataFrame,  # rows of one benchmark, Gold's included
     out = dict(value=v[method], rank=int((v < v[method]).sum()) + 1, of=len(v), best=best, best_value=v.min())
     if method not in best: out['behind'] = certainty(results, [*best, method], {col: col}).loc[col, 'Order holds']
     return out
+
+# %% ../../nbs/metrics/64_report.ipynb #fda9c33d
+def table_field(results:pd.DataFrame, # rows of one benchmark, Gold's included (one per seed)
+               ) -> pd.DataFrame: # one row per method (display names); empty where no Avg Gap can be computed (no Gold)
+    """Every unlearning method that ran, ranked by Avg Gap (the paper's aggregation) with its Avg Gap and rank on each
+    seed; then the references, unranked; then each registered method that does not do the benchmark's kind, with why"""
+    kind = 'class' if 'forget_class' in results and results.forget_class.notna().any() else 'instance'
+    agg = aggregate_authors(results)
+    if 'avg_gap' not in agg or agg.avg_gap.isna().all(): return pd.DataFrame()
+    run = [m for m in agg.index if not is_reference(m) and pd.notna(agg.loc[m, 'avg_gap'])]
+    refs = [m for m in agg.index if is_reference(m) and pd.notna(agg.loc[m, 'avg_gap'])]
+    ps = per_seed(results, 'avg_gap'); seeds = [s for s in ps.index]
+    seed_rank = ps[run].rank(axis=1, method='min')
+    rank = agg.loc[run, 'avg_gap'].rank(method='min')
+    g = results.groupby('method')
+    head = f"per seed ({', '.join(map(str, seeds))})"
+    def row(m, ranked):
+        r = {'Rank': f'{int(rank[m])}' if ranked else MISSING, 'Avg Gap': f"{agg.loc[m, 'avg_gap']:.4f}",
+             f'Rank {head}': ', '.join(f'{int(seed_rank.loc[s, m])}' if ranked and pd.notna(seed_rank.loc[s, m]) else MISSING
+                                       for s in seeds),
+             f'Avg Gap {head}': ', '.join(f'{ps.loc[s, m]:.4f}' if m in ps and pd.notna(ps.loc[s, m]) else MISSING for s in seeds),
+             'Forget Acc.': f'{g.acc_forget.mean()[m]:.3f}' if 'acc_forget' in results else MISSING,
+             'Time (min.)': f'{g.time_min.mean()[m]:.2f}' if 'time_min' in results and pd.notna(g.time_min.mean()[m]) else MISSING,
+             'Note': '' if ranked else 'reference: not ranked'}
+        return r
+    rows = {display_name(m): row(m, True) for m in sorted(run, key=lambda m: (rank[m], run.index(m)))}
+    rows.update({display_name(m): row(m, False) for m in refs})
+    for m, why in field_methods(kind)[1].items():
+        rows[display_name(m)] = {'Rank': MISSING, 'Note': f'not applicable: {why}'}
+    t = pd.DataFrame(rows).T.fillna(MISSING)
+    t.attrs['rank'] = {(display_name(m), 'Avg Gap'): k for m, k in rank_ties(agg.loc[run, 'avg_gap']).items()}
+    return t
+
+def field_ran(results:pd.DataFrame # rows of one benchmark
+             ) -> bool:
+    "Whether any method run only when named (the field's since the paper: `default_run=False`) has rows here"
+    return bool(set(results.method) & set(list_methods(default_run=False)))
 
 # %% ../../nbs/metrics/64_report.ipynb #449f677b
 NO_CHANGE = 0.005   # a row whose forget accuracy is within this of the Original's (same seed) did not move: marked 'no change'

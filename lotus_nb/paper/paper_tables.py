@@ -12,7 +12,7 @@ from ..metrics.evaluation import GAP_KEYS
 from ..metrics.report import (fmt_pm, make_table, metric_table, extra_rows, MAIN_ROWS, RESOURCE_ROWS, SUPP_LABELS, EXTRA_MIA, gaps_to_gold,
     aggregate_authors, cell_authors, rank_ties, PAPER_DIGITS, paper_methods, PAPER_ROWS, MISSING, shape, _authors_agg, SUPP_ROWS,
     SUPP_RANKED,
-    CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table, table_rows, table_columns, ranked_columns)
+    CERTAIN_ROWS, certainty, EXTRA_ROWS, summarize, moved_table, table_rows, table_columns, ranked_columns, table_field, field_ran)
 from .paper_plan import PAPER_BENCHMARKS, block_label
 
 # %% auto #0
@@ -83,12 +83,15 @@ def report_tables(results:pd.DataFrame # rows of results.csv of one benchmark, g
                  ) -> dict: # file suffix -> table
     """One benchmark's tables: 'avg_gap', 'avg_gap_supp' in the paper's shape and aggregation, each with its
     '_certainty'; '_extra': ours, every method that ran and every metric; 'moved': whether each method moved the model
-    (where the Original ran)"""
+    (where the Original ran); 'field' and 'field_certainty' where a method of the field since the paper ran (`table_field`)"""
     out = {'avg_gap': table_avg_gap_authors(results), 'avg_gap_certainty': certainty(results),
            'avg_gap_supp': table_avg_gap_supp_authors(results),
            'avg_gap_supp_certainty': certainty(results, rows=ranked_columns(table_columns('supp'))),
            'avg_gap_extra': table_avg_gap(results, {**table_rows('extra'), **RESOURCE_ROWS}),   # the records' 'extra' rows, plugins' too
            'avg_gap_supp_extra': table_avg_gap_supp(results)}
+    if field_ran(results) and len(ft := table_field(results)):   # the field's methods ran: one table ranks them all with the paper's
+        ran = [m for m in results.method.unique() if not is_reference(m)]
+        out.update(field=ft, field_certainty=certainty(results, ran, {'Avg Gap': 'avg_gap'}))
     return {**out, 'moved': mv} if len(mv := moved_table(results)) else out
 
 # %% ../../nbs/paper/85_paper_tables.ipynb #c6ce859e

@@ -16,7 +16,7 @@ from ..core.checks import check_choice
 from ..core.device import get_device, autocast
 from ..models.training import recipe_from
 from ..models.architectures import create_model, model_input_size, MODELS, VIT_B_16_TIMM, timm_cached_file
-from ..methods.base import is_reference, method_config, role_method
+from ..methods.base import is_reference, method_config, role_method, display_name
 from ..models.architectures import model_arch
 from ..running.store import Store
 from ..running.benchmark_spec import BenchmarkSpec, resolve_spec, benchmark_defaults, benchmark_name
@@ -210,6 +210,7 @@ class Estimate:
     s_per_image: float # seconds per training image on the device: probed, measured or from FLOPs
     hours: float     # passes x s_per_image / 3600
     basis: str = 'probe' # where s_per_image comes from: 'probe', 'measured' or 'FLOPs'
+    by_method: dict = field(default_factory=dict, repr=False)   # method -> (rows, image passes): its unlearning and evaluation
 
 def _shape(spec, prep):
     "(training images, held-out images, classes, channels, image side) of a benchmark"
@@ -269,7 +270,7 @@ def estimate(spec,             # a resolved BenchmarkSpec
     fp = spec.forget_pct if spec.forget_class is None else 1/c
     base = (spec.dataset, spec.model, spec.train_size, spec.img_size, dataclasses.astuple(recipe), str(spec.pretrained),
             str(spec.data_options))
-    passes, trainings = 0., 0
+    passes, trainings, by = 0., 0, {}
     for seed, ms in todo.items():
         if not ms: continue
         orig, gold = prep.checkpoints(seed, store) if prep is not None else (None, None)
@@ -280,11 +281,13 @@ def estimate(spec,             # a resolved BenchmarkSpec
         for m in ms:
             cfg = (prep.cfgs[m] if prep is not None
                    else method_config(m, model_arch(spec.model), 'instance' if spec.forget_class is None else 'class'))
-            if not is_reference(m): passes += max(getattr(cfg, 'epochs', 1) or 1, 1)*n
-            passes += (n + held)/3
+            own = 0. if is_reference(m) else (cfg.image_passes(n*fp, n*(1 - fp), c) if hasattr(cfg, 'image_passes')   # its own count
+                                              else max(getattr(cfg, 'epochs', 1) or 1, 1)*n)   # a config of its own: every epoch, every image
+            own += (n + held)/3; passes += own
+            r, q = by.get(m, (0, 0.)); by[m] = (r + 1, q + own)
     name = prep.name if prep is not None else benchmark_name(spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)
     return Estimate(name, _variant(spec), sum(1 for ms in todo.values() if ms), sum(map(len, todo.values())), trainings, passes,
-                    s_per_image, passes*s_per_image/3600, basis)
+                    s_per_image, passes*s_per_image/3600, basis, by)
 
 # %% ../../nbs/paper/91_preview.ipynb #8c5b8a71
 @dataclass
@@ -295,6 +298,7 @@ class Preview:
     device: str             # what the probe ran on, or the GPU estimated for
     text: str = ''          # what preview_grid printed
     models: pd.DataFrame = None # model, size, basis (in words), weights: one row per model and input size
+    methods: pd.DataFrame = None # benchmark, method, rows, passes, hours: each method's share of the estimate (trainings aside)
     @property
     def hours(self) -> float: return float(self.plan.hours.sum())
 
@@ -340,15 +344,17 @@ def preview_grids(grids,                # [(BenchmarkSpecs, methods)]: what each
         todo = {x: list(ms) for x, ms in todo.items()}
         secs, basis = probe(s, prep)
         rows.append(estimate(s, prep, todo, store, secs, seen, basis.split(':')[0]))
-    pv = Preview(pd.DataFrame([r.__dict__ for r in rows]), data, target if target in GPUS else str(dev),
-                 models=pd.DataFrame(list(models.values())))
+    per = pd.DataFrame([dict(benchmark=r.benchmark, method=m, rows=k, passes=q, hours=q*r.s_per_image/3600)
+                        for r in rows for m, (k, q) in r.by_method.items()], columns=['benchmark', 'method', 'rows', 'passes', 'hours'])
+    pv = Preview(pd.DataFrame([{k: v for k, v in r.__dict__.items() if k != 'by_method'} for r in rows]), data,
+                 target if target in GPUS else str(dev), models=pd.DataFrame(list(models.values())), methods=per)
     pv.text = render_preview(pv, len(seeds_), len(grids))
     if show: print(pv.text)
     return pv
 
 def preview_grid(specs,                # BenchmarkSpecs, as run_grid takes them
                  seeds,                # the seeds every benchmark runs
-                 methods=None,         # registry names; None: every registered method
+                 methods=None,         # registry names; 'field': every one that does the kind; None: the default run's
                  out_dir='results',    # the results store (rows and checkpoints already there cost nothing)
                  cache_dir=None,       # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
                  device='auto',        # the device the probe runs on (target None or 'cpu')
@@ -376,6 +382,11 @@ def render_preview(pv:Preview,  # from preview_grids
     lines += ['', 'Models (seconds per training image: from what; pretrained weights):']
     for _, r in (pv.models if pv.models is not None else pd.DataFrame()).iterrows():
         lines.append(f"  {r.model} at {r['size']} px: {r.basis}" + (f"; weights: {r.weights}" if r.weights else '; no pretrained weights'))
+    if pv.methods is not None and len(pv.methods):   # each method's rows: its unlearning (the passes its config states) and evaluation
+        per = pv.methods.groupby('method', sort=False)[['rows', 'passes', 'hours']].sum()
+        per = per.assign(passes=(per.passes/1e6).round(2), hours=per.hours.round(3)).rename(index=display_name).rename_axis(None)
+        lines += ['', f"Methods (an estimate: each one's rows, its image passes and hours on {pv.device}, trainings of f_orig and f_gold aside):"]
+        lines += ['  ' + l for l in per.rename(columns={'passes': 'Mpasses', 'hours': 'hours'}).to_string().split('\n')]
     gpu = pv.device in GPUS
     lines += ['', f"ESTIMATE: about {pv.hours:.1f} device-hours on {'an' if pv.device[0] in 'ah' else 'a'} {pv.device.upper()} "
                   f"({'estimated from measurements and FLOPs, see Models' if gpu else 'this device, probed'}), "
@@ -383,9 +394,9 @@ def render_preview(pv:Preview,  # from preview_grids
               (f"  seconds per training image on the {pv.device.upper()} as the Models say" if gpu else
                "  from a timing probe on this device (a few SGD steps of each benchmark's model on random "
                "images)") + ", scaled by the images",
-              "  each training and unlearning run processes at its maximum epochs (early stopping makes it shorter), evaluation at 1/3 of "
-              "a",
-              "  training pass; models already cached cost nothing; benchmarks whose data is missing are counted at their official sizes."]
+              "  each training run processes at its maximum epochs (early stopping makes it shorter), each unlearning run the image passes",
+              "  its method states (image_passes: by default every epoch over D_f and D_r), evaluation at 1/3 of a training pass; models",
+              "  already cached cost nothing; benchmarks whose data is missing are counted at their official sizes."]
     return '\n'.join(lines)
 
 # %% ../../nbs/paper/91_preview.ipynb #93a78f65

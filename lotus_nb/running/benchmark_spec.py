@@ -18,7 +18,8 @@ from ..data.loaders import device_splits
 from ..models.architectures import create_model, model_arch, model_input_size, resolve_model, weights_digest
 from ..models.training import Recipe, RECIPES
 from ..models.checkpoints import cache_key
-from ..methods.base import method_config, config_identity, list_methods, check_method, check_kind, is_reference, role_method, RETAIN_DRAWS
+from lotus_nb.methods.base import (method_config, config_identity, list_methods, check_method, check_kind, is_reference, role_method, RETAIN_DRAWS,
+    FIELD, field_methods)
 from ..metrics.evaluation import MIA_NONMEMBERS, MIA_MODES
 from ..metrics.metric_facts import metric_versions   # each metric's record: nbs/metrics/62_metric_facts.ipynb
 from .store import Store, row_id
@@ -193,7 +194,7 @@ def register_arrays(name:str): # the name a BenchmarkSpec's arrays field lists
 # %% ../../nbs/running/72_benchmark_spec.ipynb #50c7df5b
 def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec has checked its dataset and model
                     seeds,              # a list of non-negative integers, no repeats
-                    methods,            # registry names; None: every method of the default run (the Gold Standard if the dataset has one)
+                    methods,            # registry names; 'field': every one that does the benchmark's kind; None: the default run's
                     store:Store         # the results store; its folder must be a folder or absent
                    ) -> tuple: # (seeds, methods) as checked lists
     """Validate a resolved benchmark and its run (everything but its names, which `resolve_spec` checked); returns the
@@ -206,11 +207,13 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
     if isinstance(spec.arrays, str): raise ValueError(f"arrays must be a tuple of names, got {spec.arrays!r}")
     for a in spec.arrays: check_choice(a, RUN_ARRAYS, 'run arrays')
     gold, has_gold = role_method('gold'), dataset_defaults(spec.dataset).gold
+    kind = 'instance' if spec.forget_class is None else 'class'
     if methods is None: methods = [m for m in list_methods(default_run=True) if has_gold or m != gold]   # the field's others run when named
-    if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list, got {methods!r}")
+    elif isinstance(methods, str) and methods == FIELD: methods = [m for m in field_methods(kind)[0] if has_gold or m != gold]
+    if isinstance(methods, str) or not len(methods): raise ValueError(f"methods must be a non-empty list of names or {FIELD!r}, got "
+                                                                      f"{methods!r}")
     methods = [check_method(m) for m in methods]
-    # a method that refuses the benchmark's kind, before any work
-    for m in methods: check_kind(m, 'instance' if spec.forget_class is None else 'class')
+    for m in methods: check_kind(m, kind)   # a method that refuses the benchmark's kind, before any work
     if gold in methods and not has_gold: raise ValueError(f"{spec.dataset} has no gold model (the paper scores it without one): leave "
                                                           f"{gold!r} out of methods")
     if len(set(methods)) != len(methods): raise ValueError(f"repeated methods in {methods}")

@@ -100,7 +100,7 @@ def missing_key(spec:BenchmarkSpec # a resolved spec whose data is absent
 
 def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; at least one
               seeds,                  # the seeds every benchmark runs
-              methods,                # registry names; None: every registered method
+              methods,                # registry names; 'field': every one that does the benchmarks' kind; None: the default run's
               store:Store,            # the results store every unit writes to
               skip_missing:bool=False, # True: a benchmark whose data is absent is set aside, not an error
              method_seeds=None,      # seeds of the methods' own randomness, each run on every seed; None: the seed itself (the paper's)
@@ -112,6 +112,8 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
     for i, s in enumerate(specs):
         if s in specs[:i]: raise ValueError(f"benchmark {s} appears twice in the grid")
     checked = [check_benchmark(s, seeds, methods, store) for s in specs]
+    if any(ms != checked[0][1] for _, ms in checked): raise ValueError(f"methods={methods!r} names other methods on the grid's instance "
+        f"and class benchmarks: run each kind in a grid of its own")   # 'field': each kind's own methods
     seeds, methods = checked[0]
     mseeds = check_method_seeds(method_seeds) or [None]
     preps, missing = [], {}
@@ -386,7 +388,7 @@ def find_benchmark(benchmarks:dict,  # run_grid's result: {benchmark key: Benchm
 
 def run_grid(specs,                  # BenchmarkSpecs, one per benchmark
              seeds=(3407, 13, 12),   # the paper's seeds, run for every benchmark
-             methods=None,           # registry names; None: every registered method
+             methods=None,           # registry names; 'field': every one that does the benchmarks' kind; None: the default run's
              out_dir='results',      # the results store: results.csv, tables/, figures/, runs/, checkpoints/
              executor:str='local',   # a registered executor: 'local' (this process) or 'ray'
              cache_dir=None,         # checkpoints of f_orig and f_gold; None: out_dir/checkpoints
