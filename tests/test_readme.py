@@ -118,13 +118,34 @@ def test_readme_results_are_the_embedded_run():
     table = next(s for s in after('## `tab:avg_gap`') if s.startswith('|'))
     table = table.replace('<u>', '<ins>').replace('</u>', '</ins>')   # the one change: GitHub's sanitizer drops <u>, keeps <ins>
     verdict = [p[2:] for s in after('## Verdict') for p in s.split('\n\n') if p.startswith('> ') and not p.startswith('> Tables:')]
-    body = section(readme(), 'Results')
+    body, _, field = section(readme(), 'Results').partition('\nThe field, as ')   # the paper's table first, then the field's
+    assert field, "the README's results show no field table"
     shown_table = '\n'.join(l for l in body.splitlines() if l.startswith('|'))
     assert shown_table == table, f"the README's table is not the embedded paper's: run `python tools/refresh_outputs.py index`\n{shown_table}\n{table}"
     assert '](nbs/embedded_paper.ipynb)' in body
     quoted = ' '.join(l[1:].strip() for l in body.splitlines() if l.startswith('>'))
     assert ' '.join(quoted.split()) == ' '.join(' '.join(verdict).split()), (quoted, verdict)
     assert re.search(r'the smallest Avg Gap is \w+', quoted)      # the verdict names the best method
+
+def test_readme_field_is_the_field_page():
+    """The README's field table is nbs/embedded_field.ipynb's (written by `python tools/refresh_outputs.py field`): each
+    ranked method's rank, Avg Gap and rank per seed, in its order, the references' Avg Gap, the methods not applicable with
+    their reason, the line the run printed; and it gives the command that made it"""
+    cells = page_cells('embedded_field.ipynb')
+    rows = [[x.strip() for x in l.strip('|').split('|')] for l in next(s for s in cells if 'Rank per seed' in s).splitlines()]
+    ranked = [r for r in rows[2:] if r[1] != '—']
+    field = section(readme(), 'Results').partition('\nThe field, as ')[2]
+    assert field.startswith('`papermill nbs/experiments.ipynb out.ipynb -p methods field` last ran it'), field[:200]
+    shown = [[x.strip() for x in l.strip('|').split('|')] for l in field.splitlines() if l.startswith('|')][2:]
+    ins = lambda v: v.replace('<u>', '<ins>').replace('</u>', '</ins>')
+    assert shown == [[r[0], r[1], ins(r[2]), r[3]] for r in ranked], (shown, ranked)
+    assert len(ranked) >= 10 and rows[0][3].startswith('Rank per seed'), rows[0]
+    for r in rows[2:]:
+        if r[-1].startswith('not applicable'): assert r[-1].split(': ', 1)[1] in ' '.join(field.split()), r
+        if r[-1].startswith('reference'): assert f'{r[0]} {r[2]}' in field, r
+    line = next(s for s in cells if s.startswith('> In the field'))
+    assert ' '.join(line.split()) in ' '.join(field.split()), line
+    assert '](nbs/embedded_field.ipynb)' in field
 
 # ---------------------------------------------------------------- links, size, the first screen
 

@@ -62,6 +62,26 @@ def test_sidebar_lists_the_page():
     assert f'- {ro.EXPERIMENTS}\n' in sb and f'- {ro.EMBEDDED_PAGE}\n' in sb
     assert sb.index(ro.EMBEDDED_PAGE) > sb.index(ro.EXPERIMENTS)
 
+def test_field_page_made_by_the_current_code():
+    """nbs/embedded_field.ipynb (`-p methods field` on the embedded benchmark, written by `python tools/refresh_outputs.py
+    field`) was made by the code as it is now, shows its fingerprint and a field table, and is on the site"""
+    probs = ro.check_field()
+    assert not probs, f"the field's page is stale: run `{ro.FIELD_CMD}` ({ro.FIELD_COST}) and commit it\n" + '\n'.join(probs)
+    prov = json.loads((NBS/ro.EMBEDDED_DIR/ro.FIELD_PROVENANCE).read_text())
+    assert prov['parameters'] == ro.FIELD_PARAMS and prov['command'] == ro.FIELD_CMD, prov
+    sb = (NBS/'sidebar.yml').read_text()
+    assert f'- {ro.FIELD_PAGE}\n' in sb and sb.index(ro.FIELD_PAGE) > sb.index(ro.EMBEDDED_PAGE)
+
+def test_field_check_can_fail(tmp_path):
+    "check_field names an absent page, and a page made by other code (a provenance whose fingerprint is not the current one)"
+    assert ro.check_field(tmp_path)[0].startswith('no ')
+    for f in (ro.EXPERIMENTS, ro.FIELD_PAGE): shutil.copy(NBS/f, tmp_path/f)
+    (tmp_path/ro.EMBEDDED_DIR).mkdir(parents=True)
+    prov = json.loads((NBS/ro.EMBEDDED_DIR/ro.FIELD_PROVENANCE).read_text())
+    (tmp_path/ro.EMBEDDED_DIR/ro.FIELD_PROVENANCE).write_text(json.dumps(dict(prov, fingerprint='0'*16)))
+    probs = ro.check_field(tmp_path)
+    assert any('made by other code' in p for p in probs) and any('does not show the fingerprint' in p for p in probs), probs
+
 def test_page_runs_under_nbdev_test():
     "The page's cells only read committed files (its figures): nbdev_test runs it, in tests/test_notebooks.py's run (not skip_exec, not skipped there)"
     from nbdev.doclinks import nbglob

@@ -25,6 +25,7 @@ regenerated from it (`tools/make_readme.py`).
     python tools/refresh_outputs.py 90_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
     python tools/refresh_outputs.py experiments               # the experiments notebook by papermill, and the embedded paper's page
     python tools/refresh_outputs.py --papermill               # everything: every chapter, then the experiments notebook and the page
+    python tools/refresh_outputs.py field                     # the field (-p methods field) on the embedded benchmark: its page
 
 The experiments notebook (`experiments`, or `--papermill`) is the one papermill notebook that keeps outputs: it runs
 with papermill on its defaults (the embedded benchmark, as `papermill nbs/experiments.ipynb out.ipynb`; its results in
@@ -649,6 +650,107 @@ def check_experiments(where:Path|None=None, params:dict|None=None) -> list[str]:
     return probs
 
 
+# ---------------------------------------------------------------- the field on the embedded benchmark
+
+# `-p methods field` on the embedded benchmark (the paper's methods and every method since the paper that does its kind)
+# is a second papermill run of the experiments notebook: `refresh_field` runs it in a temporary folder and writes the
+# page nbs/embedded_field.ipynb (the notebook's sections on the field and on whether each method acted, their prose and
+# tables), with the fingerprint of the code that made it in nbs/images/embedded/field_provenance.json. The experiments
+# notebook itself keeps the outputs of its default run. tests/test_visible_paper.py recomputes the fingerprint
+# (`check_field`); the README shows the page's table (tests/test_readme.py).
+FIELD_PAGE = 'embedded_field.ipynb'
+FIELD_PARAMS = {'methods': 'field'}
+FIELD_PROVENANCE = 'field_provenance.json'
+FIELD_CMD = 'python tools/refresh_outputs.py field'
+FIELD_COST = 'about 25 min on 2 idle cores at OMP_NUM_THREADS=1'
+FIELD_SECTIONS = ('## Did each method act?', '## The field')   # the sections of the notebook the page shows
+
+def field_page(nb:dict, prov:dict) -> dict:
+    """The page of the field on the embedded benchmark, from `nb` (the experiments notebook as the run with
+    `FIELD_PARAMS` executed it): the prose and the Markdown tables and printed lines of `FIELD_SECTIONS`"""
+    dataset = prov.get('defaults', {}).get('dataset', '?')
+    cells = [_md_cell("# The field on the embedded benchmark\n\n> The paper's methods and the field's since, ranked together by Avg "
+                      "Gap, as the experiments notebook ran them: written by the refresh command, never by hand."),
+             _md_cell(f"One run of [the experiments notebook](experiments.ipynb) with papermill: `papermill nbs/experiments.ipynb out.ipynb "
+                      f"-p methods field` (dataset `{dataset}`, the paper's seeds). `{FIELD_CMD}` reruns it ({FIELD_COST}) and rewrites "
+                      f"this page.\n\nMade by the code of fingerprint `{prov['fingerprint']}` (lotus_nb's modules, the notebook's source "
+                      f"and its parameters; each file's hash is in `nbs/{(EMBEDDED_DIR/FIELD_PROVENANCE).as_posix()}`), PyTorch "
+                      f"{prov['torch']}, arithmetic `{prov['numerics']}`. `tests/test_visible_paper.py` fails when the code has changed "
+                      f"since: then run the command again.")]
+    keep = False
+    for c in nb['cells']:
+        src = _join(c.get('source'))
+        if c['cell_type'] == 'markdown':
+            if re.match(r'##\s', src): keep = src.startswith(FIELD_SECTIONS)
+            if keep: cells.append(_md_cell(src))
+            continue
+        if not keep or c['cell_type'] != 'code': continue
+        for o in c.get('outputs', []):
+            data = o.get('data', {})
+            if 'text/markdown' in data: cells.append(_md_cell(_join(data['text/markdown'])))
+            elif o.get('output_type') == 'stream' and o.get('name') == 'stdout':
+                cells.append(_md_cell('\n\n'.join('> ' + l for l in _join(o['text']).strip().splitlines())))
+    page = dict(cells=cells, metadata={'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}},
+                nbformat=4, nbformat_minor=5)
+    for i, c in enumerate(page['cells']): c['id'] = _sha(f'{i}:{_join(c["source"])}'.encode())[:8]
+    return clean(page)
+
+def refresh_field(out:Path|None=None, timeout:int=7200, log=print) -> dict:
+    """Run nbs/experiments.ipynb with papermill and `FIELD_PARAMS`, then write into `out` (default nbs/) the page
+    `embedded_field.ipynb` and `images/embedded/field_provenance.json`. A failed run, or a notebook edited while it
+    ran, writes nothing. Returns dict(status, wall, written | error)"""
+    src = nbs_path()/EXPERIMENTS
+    before = json.loads(src.read_text(encoding='utf-8'))
+    prov = code_fingerprint(src, FIELD_PARAMS)
+    with tempfile.TemporaryDirectory(prefix='refresh_field_') as d:
+        res = run_papermill(src, FIELD_PARAMS, timeout, Path(d))
+    if res['status'] != 'ok':
+        log(f"FAIL  nbs/{FIELD_PAGE}: {res['error']} ({res['wall']:.0f} s); nothing written\n" +
+            '\n'.join('      ' + l for l in res.get('log', '').strip().splitlines()[-15:]))
+        return res
+    now = json.loads(src.read_text(encoding='utf-8'))
+    if _cells(now) != _cells(before):
+        log(f"FAIL  nbs/{FIELD_PAGE}: nbs/{EXPERIMENTS} was edited while it ran: run it again; nothing written")
+        return dict(status='failed', wall=res['wall'], error='edited while it ran')
+    if code_fingerprint(src, FIELD_PARAMS)['fingerprint'] != prov['fingerprint']:
+        log(f"warn  lotus_nb changed while the field ran: the page records the code of the start ({prov['fingerprint']}), "
+            f"which the check will call stale: run `{FIELD_CMD}` again")
+    import papermill as pm, torch
+    prov = dict(command=FIELD_CMD, **prov, defaults={k: v['default'].strip("'\"") if isinstance(v['default'], str) else v['default']
+                                                      for k, v in pm.inspect_notebook(str(src)).items()},
+                torch=torch.__version__.split('+')[0], numerics=numerics_fingerprint())
+    page = field_page(stored_outputs(now, res['nb']), prov)
+    dst = Path(out) if out else nbs_path()
+    _write(dst/EMBEDDED_DIR/FIELD_PROVENANCE, json.dumps(prov, indent=1, sort_keys=True) + '\n')
+    _write(dst/FIELD_PAGE, nb_text(page))
+    log(f"ok    nbs/{FIELD_PAGE}: papermill run with {FIELD_PARAMS} in {res['wall']/60:.1f} min; written (code fingerprint "
+        f"{prov['fingerprint']})")
+    return dict(status='ok', wall=res['wall'], written=[dst/FIELD_PAGE, dst/EMBEDDED_DIR/FIELD_PROVENANCE])
+
+def check_field(where:Path|None=None) -> list[str]:
+    """Problems with the field's page in `where` (default nbs/), without running anything: absent, made by other code
+    than the current (naming the files changed), or not showing its fingerprint or a table"""
+    where = Path(where or nbs_path())
+    page_f, prov_f = where/FIELD_PAGE, where/EMBEDDED_DIR/FIELD_PROVENANCE
+    how = f"refresh it with `{FIELD_CMD}` ({FIELD_COST})"
+    if missing := [f.relative_to(where).as_posix() for f in (page_f, prov_f) if not f.exists()]:
+        return [f"no {', '.join(missing)} in {where}: {how}"]
+    prov, page = json.loads(prov_f.read_text(encoding='utf-8')), json.loads(page_f.read_text(encoding='utf-8'))
+    now, probs = code_fingerprint(where/EXPERIMENTS, FIELD_PARAMS), []
+    if now['fingerprint'] != prov.get('fingerprint'):
+        files = prov.get('files', {})
+        changed = sorted(k for k in files.keys() | now['files'].keys() if files.get(k) != now['files'].get(k))
+        what = ([f"changed since: {', '.join(changed[:12])}" + (' ...' if len(changed) > 12 else '')] if changed else []) + \
+               (['the notebook\'s source changed'] if now['notebook'] != prov.get('notebook') else [])
+        probs.append(f"nbs/{FIELD_PAGE} was made by other code (fingerprint {prov.get('fingerprint')}, now {now['fingerprint']}: "
+                     f"{'; '.join(what) or 'see ' + FIELD_PROVENANCE}): {how}")
+    if f"`{prov.get('fingerprint')}`" not in json.dumps(page, ensure_ascii=False):
+        probs.append(f"nbs/{FIELD_PAGE} does not show the fingerprint of {prov_f.name} ({prov.get('fingerprint')}): {how}")
+    if not any(t.startswith('|') and 'Rank per seed' in t for t in _page_tables(page)):
+        probs.append(f"nbs/{FIELD_PAGE} shows no field table: {how}")
+    return probs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('notebooks', nargs='*', help='notebooks (default: every chapter: index, nbs/NN_*.ipynb and nbs/<subpackage>/NN_*.ipynb and the guide pages with code)')
@@ -662,7 +764,8 @@ def main(argv=None):
                     f'(what `{EXPERIMENTS_CMD}` does: {EXPERIMENTS_COST}), after the chapters')
     a = ap.parse_args(argv)
     if a._worker: return _worker_main(*a._worker)
-    paths = [resolve(n) for n in a.notebooks] if a.notebooks else chapters()
+    run_field, names = 'field' in a.notebooks, [n for n in a.notebooks if n != 'field']   # 'field': the field's page, below
+    paths = [resolve(n) for n in names] if names else [] if run_field else chapters()
     exp = nbs_path().resolve()/EXPERIMENTS
     run_exp = exp in paths or a.papermill
     paths = [p for p in paths if p != exp]
@@ -678,7 +781,14 @@ def main(argv=None):
                   + ('made by the current code, and the page shows the notebook\'s tables and figures' if not probs else '\n'.join(probs)))
         else: probs = refresh_experiments(out=Path(a.out) if a.out else None, timeout=max(a.timeout, 3600))['status'] != 'ok'
         if probs: bad.append(exp)
-    n = len(res) + run_exp
+    if run_field:
+        fld = nbs_path().resolve()/FIELD_PAGE
+        if a.check:
+            probs = check_field()
+            print(f"{'ok   ' if not probs else 'STALE'} nbs/{FIELD_PAGE}: " + ('made by the current code' if not probs else '\n'.join(probs)))
+        else: probs = refresh_field(out=Path(a.out) if a.out else None, timeout=max(a.timeout, 7200))['status'] != 'ok'
+        if probs: bad.append(fld)
+    n = len(res) + run_exp + run_field
     print(f"{n} notebooks in {time.time() - t0:.0f} s: {sum(r['status'] == 'ok' for r in res.values()) + (run_exp and exp not in bad)} "
           f"{'checked' if a.check and not res else 'ran'}, {sum(r['status'] == 'skipped' for r in res.values())} skipped, {len(bad)} "
           + ('stale or failed' if a.check else 'failed') + (': ' + ' '.join(p.name for p in bad) if bad else ''))
