@@ -1,5 +1,5 @@
-"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink, Boundary Expanding and DELETE: the authors' code against
-ours, on the same small model, data, seed and settings.
+"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink, Boundary Expanding, DELETE and SFR-on: the authors' code
+against ours, on the same small model, data, seed and settings.
 
     # their files, out of a fetched copy of each repository (never into this one):
     G=<git dir of shash42/Evaluating-Inexact-Unlearning>; mkdir -p /tmp/eiu
@@ -20,6 +20,10 @@ ours, on the same small model, data, seed and settings.
     G=<git dir of shaaaaron/DELETE>; mkdir -p /tmp/delete_authors/method
     git --git-dir=$G show HEAD:method/delete.py > /tmp/delete_authors/method/delete.py
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method delete --authors /tmp/delete_authors --kind class
+    G=<git dir of K1nght/Unified-Unlearning-w-Remain-Geometry>; mkdir -p /tmp/sfron_authors/unlearn
+    for f in unlearn/sfron.py unlearn/unlearn_method.py; do git --git-dir=$G show HEAD:Classification/$f > /tmp/sfron_authors/$f; done
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method sfr_on --authors /tmp/sfron_authors
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method sfr_on --authors /tmp/sfron_authors --kind class
 
 The workload: `demo_task` (digits, the small ResNet18, 15 epochs of training; `--kind class`: class 3 forgotten), the
 method's defaults but `--epochs` (3: CF-k's and EU-k's rate restarts after epochs 1 and 3). Both sides start from the same
@@ -68,6 +72,18 @@ What their code needs to run here, and nothing that changes a step:
   nothing). `.to("cuda")` (delete.py:27-28, 46) returns the tensor or module unchanged, for the call; the logger is a
   disabled `logging.Logger`; `soft_label` is 'inf' (their only one, main.py:88). Their `train_forget_loader` is our
   forget split's loader, as ours builds it (`task.forget.loader(batch_size, train=True, seed=task.seed)`).
+- SFR-on (Huang et al., Classification/): their class `SFRon` (unlearn/sfron.py) is imported as it stands, as the module
+  `unlearn.sfron` of a stub package `unlearn` beside their unlearn/unlearn_method.py (their package's `__init__` imports
+  every method of theirs: it is not run); the modules it imports for logging and evaluation are stubs: `utils`
+  (`accuracy`, used only for their running log, returns 0), `trainer` (`validate` does nothing: it is called every 500
+  iterations only, past the runs here). `.cuda()` (sfron.py:195, 215, 278-279, 305-306) is a no-op on tensors for the call; their
+  Fisher files go to a new temporary folder each run, so both Fishers are measured, not read back (lines 269-271,
+  296-298); their per-step print and mask print are silenced. Their hyperparameters, set in `SFRon.__init__`, are set on
+  the instance from the config: `opt`, `momentum`, `weight_decay`, `retain_lr`, `forget_freq`, `forget_alpha`, `max_norm`,
+  `ema_beta`, `lambd`, `th`, and `n_iters` = epochs x the retain loader's batches (ours counts passes over D_r). Their
+  `prepare_unlearn` is handed our loaders as `forget_train` and `retain_train` (`task.forget.loader` and
+  `task.retain.loader`, `(batch_size, train=True, seed=task.seed)`, as ours builds them; the other two None), then their
+  `get_unlearned_model` runs.
 
 Printed: the largest absolute difference of any parameter (and of any BatchNorm buffer) between their result and ours,
 the relative distance ||ours - theirs|| / ||theirs - f_orig|| over all parameters, and each side's wall-clock seconds.
@@ -217,14 +233,34 @@ def delete_run(authors, model, task, cfg):
     with no_cuda_to(), contextlib.redirect_stderr(io.StringIO()):   # their tqdm.trange over epochs
         return their.delete(model, forget, cfg.epochs, cfg.lr, log, None, {}, '/tmp/unused', soft_label='inf')
 
+def sfron_run(authors, model, task, cfg):
+    "Huang et al.'s SFR-on (`SFRon`, Classification/unlearn/sfron.py: `prepare_unlearn`, then `get_unlearned_model`) on `model`"
+    import importlib, tempfile
+    stubs = dict(utils=dict(accuracy=lambda out, y, topk=(1,): [torch.zeros(())]), trainer=dict(validate=lambda *a, **k: {}))
+    for name, attrs in stubs.items():
+        m = types.ModuleType(name); m.__dict__.update(attrs); sys.modules[name] = m
+    pkg = types.ModuleType('unlearn'); pkg.__path__ = [str(Path(authors)/'unlearn')]; sys.modules['unlearn'] = pkg
+    their = importlib.import_module('unlearn.sfron')
+    forget = task.forget.loader(cfg.batch_size, train=True, seed=task.seed)
+    retain = task.retain.loader(cfg.batch_size, train=True, seed=task.seed)
+    with tempfile.TemporaryDirectory() as save:
+        m = their.SFRon(model, nn.CrossEntropyLoss(), save, argparse.Namespace(num_classes=task.num_classes, seed=task.seed))
+        m.opt, m.momentum, m.weight_decay, m.retain_lr = cfg.optimizer, cfg.momentum, cfg.weight_decay, cfg.lr
+        m.n_iters, m.forget_freq, m.forget_alpha, m.max_norm = cfg.epochs * len(retain), cfg.forget_freq, cfg.forget_alpha, cfg.max_norm
+        m.ema_beta, m.lambd, m.th = cfg.ema_beta, cfg.lambd, cfg.threshold
+        set_seed(task.seed)
+        with no_cuda(), contextlib.redirect_stdout(io.StringIO()):
+            m.prepare_unlearn(dict(forget_train=forget, retain_train=retain, forget_valid=None, retain_valid=None))
+            return m.get_unlearned_model()
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher', 'boundary_shrink', 'boundary_expanding',
-                                                            'delete'])
+                                                            'delete', 'sfr_on'])
     ap.add_argument('--authors', required=True,
                     help="their files: src/ of Evaluating-Inexact-Unlearning, a folder holding Unlearn-Sparse's unlearn/, or one holding "
                          "SelectiveForgetting's Forgetting.ipynb, one holding Boundary-Unlearning-Code's files, or one holding "
-                         "DELETE's method/delete.py")
+                         "DELETE's method/delete.py, or one holding SFR-on's unlearn/sfron.py and unlearn/unlearn_method.py")
     ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
     ap.add_argument('--epochs', type=int, default=3)
     ap.add_argument('--json', default=None, help='also write the figures here')
@@ -241,6 +277,7 @@ def main():
     if a.method == 'fisher': theirs = fisher_run(a.authors, theirs, task, cfg)
     elif a.method.startswith('boundary'): theirs = boundary_run(a.method, a.authors, theirs, task, cfg, a.epochs)
     elif a.method == 'delete': theirs = delete_run(a.authors, theirs, task, cfg)
+    elif a.method == 'sfr_on': theirs = sfron_run(a.authors, theirs, task, cfg)
     elif a.method == 'l1_sparse': theirs = us_run(a.authors, theirs, task, cfg)
     else: theirs = eiu_run(a.method, a.authors, theirs, task, cfg)
     t_theirs = time.perf_counter() - t0
@@ -250,6 +287,7 @@ def main():
     sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
     trained = task.forget if a.method.startswith('boundary') or a.method == 'delete' else task.retain   # the set the method steps over
     steps = 0 if a.method == 'fisher' else a.epochs*len(trained.loader(max(cfg.batch_size, 1), train=True, seed=task.seed))
+    if a.method == 'sfr_on': steps += -(-steps // cfg.forget_freq)   # a forget step before every forget_freq-th retain step
     out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
                params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),
                buffers_max_abs_diff=max((diff(bo[n], bt[n]) for n in bo if bo[n].is_floating_point()), default=0.),

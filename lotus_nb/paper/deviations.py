@@ -380,6 +380,20 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                    'ViT: config/cifar10_vit-s-16.yaml:6'),
                    momentum=(0.9, 0.9, 'DELETE method/delete.py:33'),
                    weight_decay=(0., 0., 'DELETE method/delete.py:33 (none; no temperature, no loss weights: lines 30, 66-70)')),
+    'sfr_on': dict(epochs=(4, 1, 'SFR-on unlearn/sfron.py:107 n_iters 1500, 4.3 passes over CIFAR-10 D_r at 128 (ours counts passes, '
+                              'rounded down); ViT: line 84 n_iters 500, 0.7 of a TinyImageNet pass: one pass; class unlearning: the '
+                              'same, their classification settings are all for random forgetting'),
+                   batch_size=(128, 32, 'SFR-on scripts/unlearn.sh:6; ViT: ' + BATCH_SIZE_SOURCE),
+                   optimizer=('sgd', 'adamw', 'SFR-on unlearn/sfron.py:102; ViT: line 79 (their TinyImageNet block, commented out)'),
+                   lr=(0.01, 2e-5, 'SFR-on unlearn/sfron.py:105 retain_lr, cosine-annealed; ViT: line 82'),
+                   momentum=(0.9, 0.9, 'SFR-on unlearn/sfron.py:103; ViT: line 80 (unused by AdamW)'),
+                   weight_decay=(5e-4, 0.05, 'SFR-on unlearn/sfron.py:104; ViT: line 81'),
+                   forget_freq=(5, 1, 'SFR-on unlearn/sfron.py:109; ViT: line 86'),
+                   forget_alpha=(25., 500., 'SFR-on unlearn/sfron.py:111, cosine-decayed (line 192); ViT: line 88'),
+                   lambd=(0.5, 0.6, 'SFR-on unlearn/sfron.py:118 (lambda; gamma before their last commit); ViT: line 95'),
+                   threshold=(1., 1., 'SFR-on unlearn/sfron.py:121 (gamma in the paper); ViT: line 98'),
+                   max_norm=(7., 7., 'SFR-on unlearn/sfron.py:112; ViT: line 89'),
+                   ema_beta=(1., 1., 'SFR-on unlearn/sfron.py:115 (1: no average); ViT: line 92')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
