@@ -72,6 +72,8 @@ class SfrOnConfig(MethodConfig):
                                                  forget_freq=1, forget_alpha=500., lambd=0.6)}   # their TinyImageNet block, lines 78-98
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-1, log=True), epochs=Range(1, 10), forget_alpha=Range(1., 1e3, log=True),
                                         lambd=Range(0., 2.), threshold=Range(0.1, 10., log=True))
+    def image_passes(self, n_forget, n_retain, num_classes) -> float:   # the preview's: the mask's pass over D_f and D_r, then each
+        return n_forget + n_retain + max(self.epochs, 1)*n_retain*(1 + 1/self.forget_freq)   # retain step and every k-th forget step
 
 @register_method('sfr_on', SfrOnConfig, display='SFR-on', order=20, default_run=False, kinds=('instance', 'class'))
 def sfr_on(original:nn.Module,  # f_orig (left unchanged; a copy is trained)
