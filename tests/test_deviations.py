@@ -5,7 +5,7 @@ import dataclasses, subprocess
 import pytest
 from ledger_probes import switch_probes, config_probe   # the probes are tests: tests/ledger_probes.py
 from helpers import ROOT
-from lotus_nb.paper.deviations import DEFAULTS, DEVIATIONS, KINDS, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
+from lotus_nb.paper.deviations import DEFAULTS, DEVIATIONS, KINDS, ledger_defaults, declared_defaults, check_defaults, check_switches, defaults_mismatches, ledger, registry_defaults, offers_switch, stand_in_rows
 from lotus_nb.paper.deviations import LEDGER_FILE, STAND_IN_SETUP, read_ledger
 from lotus_nb.paper.deviations import PROTOCOL_ROWS, NOT_IN_PROTOCOL, check_protocol, protocol_switches, protocol_table
 from lotus_nb.methods.base import list_methods, method_config
@@ -14,7 +14,9 @@ from lotus_nb.running.benchmark_spec import BenchmarkSpec
 def test_ledger_matches_registry():
     "Every method, every config field, ResNet and ViT: the ledger's recorded default is the registry's"
     assert defaults_mismatches() == []
-    assert set(DEFAULTS) == set(list_methods(reference=False))
+    assert set(ledger_defaults()) == set(list_methods(reference=False))
+    assert set(DEFAULTS) == set(list_methods(paper=True, reference=False)) | {'lotus_salun'}   # the paper's rows; the rest in their chapters
+    assert set(declared_defaults()) == set(list_methods(default_run=False))                    # the field's: each config's `sources`
 
 def test_check_can_fail():
     "A changed default, a new field or an unrecorded method is reported"
@@ -23,8 +25,8 @@ def test_check_can_fail():
     with pytest.raises(AssertionError, match='lotus: registered'): check_defaults({k: v for k, v in DEFAULTS.items() if k != 'lotus'})
 
 def test_every_value_has_a_source():
-    assert all(src.strip() for fields in DEFAULTS.values() for (_, _, src) in fields.values())
-    assert sum(len(f) for f in registry_defaults().values()) == sum(len(f) for f in DEFAULTS.values())
+    assert all(src.strip() for fields in ledger_defaults().values() for (_, _, src) in fields.values())
+    assert sum(len(f) for f in registry_defaults().values()) == sum(len(f) for f in ledger_defaults().values())
 
 def test_ledger_table():
     L = ledger()

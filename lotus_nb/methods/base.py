@@ -100,6 +100,7 @@ class MethodConfig:
     class_defaults: ClassVar[dict] = {}
     renamed: ClassVar[dict] = {}   # old field name -> name now: the old keyword still works (DeprecationWarning), a row's setup keeps it
     search_space: ClassVar[dict] = dict(lr=Range(1e-5, 1e-1, log=True), epochs=Range(1, 20))   # what lotus_nb.running.tuner searches
+    sources: ClassVar[dict] = {}   # field -> where its default comes from (the ResNet value, then 'ViT: ...'): the ledger reads it
     def image_passes(self, n_forget:int, n_retain:int, num_classes:int) -> float:
         """The training-image passes (a forward and a backward of one image: 1) a run of this config takes on sets of
         these sizes: the preview's estimate. Here: every epoch over $D_f$ and $D_r$; a method whose passes differ says so"""

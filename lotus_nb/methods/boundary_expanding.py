@@ -66,6 +66,14 @@ class BoundaryExpandingConfig(MethodConfig):
     weight_decay: float = 0.      # none in theirs (trainer.py:27)
     arch_defaults: ClassVar[dict] = {}   # no ViT in their code: the same settings (D_f alone is seen)
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20))
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs='Boundary-Unlearning-Code boundary_unlearning.py:127 (finetune_epochs); ViT: theirs (no ViT in their code)',
+        batch_size='Boundary-Unlearning-Code main.py:32; ViT: theirs',
+        optimizer='Boundary-Unlearning-Code main.py:25 (--optim_name), trainer.py:23-31',
+        lr='Boundary-Unlearning-Code boundary_unlearning.py:130 (DELETE config/cifar10_resnet18.yaml:6: 1e-4)',
+        momentum='Boundary-Unlearning-Code boundary_unlearning.py:130',
+        weight_decay='Boundary-Unlearning-Code trainer.py:27 (none)',
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float: return max(self.epochs, 1)*n_forget   # the preview's: D_f alone
 
 def expand_and_train(original:nn.Module, # f_orig (left unchanged)

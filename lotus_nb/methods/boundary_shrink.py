@@ -61,6 +61,15 @@ class BoundaryShrinkConfig(MethodConfig):
     bound: float = 0.1            # FGSM's epsilon in [0,1] pixels (line 15)
     arch_defaults: ClassVar[dict] = {}   # no ViT in their code: the same settings (D_f alone is seen)
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 20), bound=Range(0.01, 0.5, log=True))
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs='Boundary-Unlearning-Code boundary_unlearning.py:15 (poison_epoch); ViT: theirs (no ViT in their code)',
+        batch_size='Boundary-Unlearning-Code main.py:32; ViT: theirs',
+        optimizer='Boundary-Unlearning-Code boundary_unlearning.py:31',
+        lr='Boundary-Unlearning-Code boundary_unlearning.py:31 (DELETE config/cifar10_resnet18.yaml:6: 1e-4)',
+        momentum='Boundary-Unlearning-Code boundary_unlearning.py:31',
+        weight_decay='Boundary-Unlearning-Code boundary_unlearning.py:31 (none)',
+        bound='Boundary-Unlearning-Code boundary_unlearning.py:15 (FGSM, line 25)',
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float:   # the preview's: over D_f, the probe's FGSM step (1),
         return max(self.epochs, 1)*n_forget*7/3                          # its forward on the attacked image (1/3), the training step (1)
 

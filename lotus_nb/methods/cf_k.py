@@ -92,6 +92,17 @@ class CFkConfig(MethodConfig):
     clip: float = 10.            # the gradient's largest norm (learn.py:80); 0: no clipping
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=0.01, min_lr=5e-4)}   # no ViT in their code: see the chapter
     search_space: ClassVar[dict] = dict(lr=Range(1e-3, 0.3, log=True), epochs=Range(1, 20), k=Range(1, 10))
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs='RR:19-22 --epochs 10; RR:62-68 ViT --epochs 3 (theirs 62: Evaluating-Inexact-Unlearning src/unlearn.py:48, 72)',
+        batch_size='CFG:40 default 128; RR:68 ViT --batch_size 32 (theirs 64: Evaluating-Inexact-Unlearning src/learn.py:60)',
+        optimizer='Evaluating-Inexact-Unlearning src/learn.py:200',
+        lr='Evaluating-Inexact-Unlearning src/learn.py:62 via unlearn.py:153, 159; ViT: ours, 1/10',
+        momentum='Evaluating-Inexact-Unlearning src/learn.py:67',
+        weight_decay='Evaluating-Inexact-Unlearning src/learn.py:69',
+        k='Evaluating-Inexact-Unlearning src/unlearn.py:50-55, 74-79 (k from 1 to 3)',
+        min_lr='Evaluating-Inexact-Unlearning src/learn.py:64, 201-202; ViT: ours, 1/10',
+        clip='Evaluating-Inexact-Unlearning src/learn.py:80, 165',
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float: return max(self.epochs, 1)*n_retain   # the preview's: D_r alone
 
 @register_method('cf_k', CFkConfig, display='CF-k', order=12, default_run=False)

@@ -41,6 +41,16 @@ class DeleteConfig(MethodConfig):
     weight_decay: float = 0.      # none in method/delete.py:33
     arch_defaults: ClassVar[dict] = {'vit': dict(lr=5e-5, batch_size=32)}   # config/cifar10_vit-s-16.yaml:6; ViT-B/16 at 32 a batch
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-2, log=True), epochs=Range(1, 40))
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs='DELETE config/cifar10_resnet18.yaml:5; ViT: config/cifar10_vit-s-16.yaml:5 (their ViT-S/16)',
+        batch_size=('DELETE config/cifar10_resnet18.yaml:3; ViT: CFG:40 default 128; RR:68 ViT --batch_size 32 (theirs 128: '
+                    'cifar10_vit-s-16.yaml:3)'),
+        optimizer='DELETE method/delete.py:33',
+        lr=('DELETE config/cifar10_resnet18.yaml:6 (CIFAR-100, Tiny ImageNet: 5e-5, cifar100_resnet18.yaml:6); ViT: '
+            'config/cifar10_vit-s-16.yaml:6'),
+        momentum='DELETE method/delete.py:33',
+        weight_decay='DELETE method/delete.py:33 (none; no temperature, no loss weights: lines 30, 66-70)',
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float:
         return max(self.epochs, 1)*n_forget*4/3   # the preview's: over D_f, the teacher's forward (1/3) and the student's step (1)
 

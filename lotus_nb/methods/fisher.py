@@ -75,6 +75,20 @@ class FisherConfig(MethodConfig):
     forget_var: float = 1e-4      # class unlearning: the forgotten row's variance, before the factor (line 1557)
     arch_defaults: ClassVar[dict] = {'vit': dict(batch_size=8)}   # per-sample gradients of ViT-B/16, 8 at a time
     search_space: ClassVar[dict] = dict(alpha=Range(1e-9, 1e-4, log=True))   # one shot: no lr, no epochs
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs='one shot: no training (SelectiveForgetting Forgetting.ipynb:1688-1693)',
+        batch_size="ours: the Fisher pass's grouping, the same sum (theirs 1: Forgetting.ipynb:1435); ViT 8: per-sample gradients",
+        optimizer='ours: reported only, no optimiser',
+        lr='ours: reported only',
+        momentum='ours: reported only',
+        weight_decay='ours: reported only',
+        alpha='Forgetting.ipynb:1689; ViT: theirs (no ViT in their code)',
+        eps='Forgetting.ipynb:1543',
+        max_var='Forgetting.ipynb:1544',
+        max_var_head='Forgetting.ipynb:1545-1546',
+        scale='Forgetting.ipynb:1558-1563',
+        forget_var='Forgetting.ipynb:1555-1557 (class unlearning)',
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float:
         return num_classes*n_retain   # the preview's: a per-sample gradient of every class for each image of D_r, no training
 

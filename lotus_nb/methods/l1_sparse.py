@@ -38,6 +38,16 @@ class L1SparseConfig(MethodConfig):
     no_l1_epochs: int = 0        # E_0: the last epochs without the penalty (read by unlearn/FT.py:92, never defined by arg_parser.py)
     arch_defaults: ClassVar[dict] = {'vit': dict(epochs=3, batch_size=32, lr=1e-3)}   # no ViT in their code: Finetuning's ViT settings
     search_space: ClassVar[dict] = dict(lr=Range(1e-4, 1e-1, log=True), epochs=Range(1, 20), alpha=Range(1e-6, 1e-2, log=True))
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs='Unlearn-Sparse README.MD:86, arg_parser.py:117-121 (10); ViT: RR:19-22 --epochs 10; RR:62-68 ViT --epochs 3',
+        batch_size='CFG:40 default 128; RR:68 ViT --batch_size 32 (theirs 256: Unlearn-Sparse arg_parser.py:67)',
+        optimizer='Unlearn-Sparse unlearn/impl.py:72-77',
+        lr="Unlearn-Sparse README.MD:86, arg_parser.py:114; ViT: ours, Finetuning's (no ViT in their code)",
+        momentum='Unlearn-Sparse arg_parser.py:69',
+        weight_decay='Unlearn-Sparse arg_parser.py:70',
+        alpha='ours: README.MD:86 leaves it open; arg_parser.py:137 (0.2) is a shared flag that collapses the network',
+        no_l1_epochs="the paper's decay over every epoch; read by unlearn/FT.py:92, undefined in arg_parser.py",
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float: return max(self.epochs, 1)*n_retain   # the preview's: D_r alone
 
 @register_method('l1_sparse', L1SparseConfig, display='l1-sparse', order=14, default_run=False)

@@ -72,6 +72,22 @@ class SfrOnConfig(MethodConfig):
                                                  forget_freq=1, forget_alpha=500., lambd=0.6)}   # their TinyImageNet block, lines 78-98
     search_space: ClassVar[dict] = dict(lr=Range(1e-6, 1e-1, log=True), epochs=Range(1, 10), forget_alpha=Range(1., 1e3, log=True),
                                         lambd=Range(0., 2.), threshold=Range(0.1, 10., log=True))
+    sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
+        epochs=('SFR-on unlearn/sfron.py:107 n_iters 1500, 4.3 passes over CIFAR-10 D_r at 128 (ours counts passes, rounded down); '
+                'ViT: line 84 n_iters 500, 0.7 of a TinyImageNet pass: one pass; class unlearning: the same, their classification '
+                'settings are all for random forgetting'),
+        batch_size='SFR-on scripts/unlearn.sh:6; ViT: CFG:40 default 128; RR:68 ViT --batch_size 32',
+        optimizer='SFR-on unlearn/sfron.py:102; ViT: line 79 (their TinyImageNet block, commented out)',
+        lr='SFR-on unlearn/sfron.py:105 retain_lr, cosine-annealed; ViT: line 82',
+        momentum='SFR-on unlearn/sfron.py:103; ViT: line 80 (unused by AdamW)',
+        weight_decay='SFR-on unlearn/sfron.py:104; ViT: line 81',
+        forget_freq='SFR-on unlearn/sfron.py:109; ViT: line 86',
+        forget_alpha='SFR-on unlearn/sfron.py:111, cosine-decayed (line 192); ViT: line 88',
+        lambd='SFR-on unlearn/sfron.py:118 (lambda; gamma before their last commit); ViT: line 95',
+        threshold='SFR-on unlearn/sfron.py:121 (gamma in the paper); ViT: line 98',
+        max_norm='SFR-on unlearn/sfron.py:112; ViT: line 89',
+        ema_beta='SFR-on unlearn/sfron.py:115 (1: no average); ViT: line 92',
+    )
     def image_passes(self, n_forget, n_retain, num_classes) -> float:   # the preview's: the mask's pass over D_f and D_r, then each
         return n_forget + n_retain + max(self.epochs, 1)*n_retain*(1 + 1/self.forget_freq)   # retain step and every k-th forget step
 

@@ -18,9 +18,9 @@ from ..metrics.report import SUPP_ROWS
 
 # %% auto #0
 __all__ = ['KINDS', 'LEDGER_FILE', 'DEVIATIONS', 'STAND_IN_SETUP', 'PROTOCOL_ROWS', 'NOT_IN_PROTOCOL', 'TABLE_METRICS',
-           'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'EIU', 'LAST_K_DEFAULTS',
-           'DEFAULTS', 'Deviation', 'read_ledger', 'cite', 'render_citations', 'stand_in_rows', 'ledger',
-           'offers_switch', 'check_switches', 'check_protocol', 'protocol_switches', 'protocol_table',
+           'EPOCHS_SOURCE', 'BATCH_SIZE_SOURCE', 'NAIVE_UNLEARNING_PY', 'LOTUS_DEFAULTS', 'DEFAULTS', 'Deviation',
+           'read_ledger', 'cite', 'render_citations', 'stand_in_rows', 'ledger', 'offers_switch', 'check_switches',
+           'check_protocol', 'protocol_switches', 'protocol_table', 'declared_defaults', 'ledger_defaults',
            'recorded_defaults', 'registry_defaults', 'defaults_mismatches', 'check_defaults']
 
 # %% ../../nbs/paper/90_deviations.ipynb #953d2ca2
@@ -270,16 +270,7 @@ LOTUS_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, 'CFG:4
                                                   'authors_stop=True'),
                       forget_acc=('augmented', 'augmented', 'lotus_class.py:299-300 (the forget loader keeps the training transforms: '
                                                             'helpers/data_utils.py:296-304, 319-326)'))
-EIU = 'Evaluating-Inexact-Unlearning src/'   # Goel et al.'s code: CF-k and EU-k
-LAST_K_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE + f' (theirs 62: {EIU}unlearn.py:48, 72)'),
-                       batch_size=(128, 32, BATCH_SIZE_SOURCE + f' (theirs 64: {EIU}learn.py:60)'),
-                       optimizer=('sgd', 'sgd', f'{EIU}learn.py:200'), lr=(0.1, 0.01, f'{EIU}learn.py:62 via unlearn.py:153, 159; ViT: '
-                                                                           f'ours, 1/10'),
-                       momentum=(0.9, 0.9, f'{EIU}learn.py:67'), weight_decay=(5e-5, 5e-5, f'{EIU}learn.py:69'),
-                       k=(3, 3, f'{EIU}unlearn.py:50-55, 74-79 (k from 1 to 3)'), min_lr=(0.005, 5e-4, f'{EIU}learn.py:64, 201-202; ViT: '
-                           f'ours, 1/10'),
-                       clip=(10., 10., f'{EIU}learn.py:80, 165'))   # CF-k and EU-k share their settings (unlearn.py:148-159)
-DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning
+DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning: the paper's methods (the others: their `sources`)
     'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
                      **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
     'neggrad_plus': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
@@ -337,73 +328,33 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
     'lotus': LOTUS_DEFAULTS,
     'lotus_salun': dict(**LOTUS_DEFAULTS, mask_fraction=(0.1, 0.1, 'salun_class.py:86, 129'),
                         mask_images=('clean', 'clean', "ours, as SalUn's: theirs, 'augmented', is salun_class.py:60-80, 128")),
-    'cf_k': LAST_K_DEFAULTS, 'eu_k': LAST_K_DEFAULTS,
-    'l1_sparse': dict(epochs=(10, 3, 'Unlearn-Sparse README.MD:86, arg_parser.py:117-121 (10); ViT: ' + EPOCHS_SOURCE),
-                      batch_size=(128, 32, BATCH_SIZE_SOURCE + ' (theirs 256: Unlearn-Sparse arg_parser.py:67)'),
-                      optimizer=('sgd', 'sgd', 'Unlearn-Sparse unlearn/impl.py:72-77'),
-                      lr=(0.01, 1e-3, "Unlearn-Sparse README.MD:86, arg_parser.py:114; ViT: ours, Finetuning's (no ViT in their code)"),
-                      momentum=(0.9, 0.9, 'Unlearn-Sparse arg_parser.py:69'), weight_decay=(5e-4, 5e-4, 'Unlearn-Sparse arg_parser.py:70'),
-                      alpha=(1e-4, 1e-4, 'ours: README.MD:86 leaves it open; arg_parser.py:137 (0.2) is a shared flag that collapses the '
-                                         'network'),
-                      no_l1_epochs=(0, 0, 'the paper\'s decay over every epoch; read by unlearn/FT.py:92, undefined in arg_parser.py')),
-    'fisher': dict(epochs=(0, 0, 'one shot: no training (SelectiveForgetting Forgetting.ipynb:1688-1693)'),
-                   batch_size=(128, 8, "ours: the Fisher pass's grouping, the same sum (theirs 1: Forgetting.ipynb:1435); "
-                                       "ViT 8: per-sample gradients"),
-                   optimizer=('sgd', 'sgd', 'ours: reported only, no optimiser'), lr=(0., 0., 'ours: reported only'),
-                   momentum=(0., 0., 'ours: reported only'), weight_decay=(0., 0., 'ours: reported only'),
-                   alpha=(1e-6, 1e-6, 'Forgetting.ipynb:1689; ViT: theirs (no ViT in their code)'),
-                   eps=(1e-8, 1e-8, 'Forgetting.ipynb:1543'), max_var=(1e3, 1e3, 'Forgetting.ipynb:1544'),
-                   max_var_head=(1e2, 1e2, 'Forgetting.ipynb:1545-1546'), scale=(10., 10., 'Forgetting.ipynb:1558-1563'),
-                   forget_var=(1e-4, 1e-4, 'Forgetting.ipynb:1555-1557 (class unlearning)')),
-    'boundary_shrink': dict(epochs=(10, 10, 'Boundary-Unlearning-Code boundary_unlearning.py:15 (poison_epoch); ViT: theirs '
-                                            '(no ViT in their code)'),
-                            batch_size=(64, 64, 'Boundary-Unlearning-Code main.py:32; ViT: theirs'),
-                            optimizer=('sgd', 'sgd', 'Boundary-Unlearning-Code boundary_unlearning.py:31'),
-                            lr=(1e-5, 1e-5, 'Boundary-Unlearning-Code boundary_unlearning.py:31 '
-                                            '(DELETE config/cifar10_resnet18.yaml:6: 1e-4)'),
-                            momentum=(0.9, 0.9, 'Boundary-Unlearning-Code boundary_unlearning.py:31'),
-                            weight_decay=(0., 0., 'Boundary-Unlearning-Code boundary_unlearning.py:31 (none)'),
-                            bound=(0.1, 0.1, 'Boundary-Unlearning-Code boundary_unlearning.py:15 (FGSM, line 25)')),
-    'boundary_expanding': dict(epochs=(10, 10, 'Boundary-Unlearning-Code boundary_unlearning.py:127 (finetune_epochs); ViT: theirs '
-                                               '(no ViT in their code)'),
-                               batch_size=(64, 64, 'Boundary-Unlearning-Code main.py:32; ViT: theirs'),
-                               optimizer=('sgd', 'sgd', 'Boundary-Unlearning-Code main.py:25 (--optim_name), trainer.py:23-31'),
-                               lr=(1e-5, 1e-5, 'Boundary-Unlearning-Code boundary_unlearning.py:130 '
-                                               '(DELETE config/cifar10_resnet18.yaml:6: 1e-4)'),
-                               momentum=(0.9, 0.9, 'Boundary-Unlearning-Code boundary_unlearning.py:130'),
-                               weight_decay=(0., 0., 'Boundary-Unlearning-Code trainer.py:27 (none)')),
-    'delete': dict(epochs=(20, 20, 'DELETE config/cifar10_resnet18.yaml:5; ViT: config/cifar10_vit-s-16.yaml:5 (their ViT-S/16)'),
-                   batch_size=(128, 32, 'DELETE config/cifar10_resnet18.yaml:3; ViT: ' + BATCH_SIZE_SOURCE + ' (theirs 128: '
-                                        'cifar10_vit-s-16.yaml:3)'),
-                   optimizer=('sgd', 'sgd', 'DELETE method/delete.py:33'),
-                   lr=(1e-4, 5e-5, 'DELETE config/cifar10_resnet18.yaml:6 (CIFAR-100, Tiny ImageNet: 5e-5, cifar100_resnet18.yaml:6); '
-                                   'ViT: config/cifar10_vit-s-16.yaml:6'),
-                   momentum=(0.9, 0.9, 'DELETE method/delete.py:33'),
-                   weight_decay=(0., 0., 'DELETE method/delete.py:33 (none; no temperature, no loss weights: lines 30, 66-70)')),
-    'sfr_on': dict(epochs=(4, 1, 'SFR-on unlearn/sfron.py:107 n_iters 1500, 4.3 passes over CIFAR-10 D_r at 128 (ours counts passes, '
-                              'rounded down); ViT: line 84 n_iters 500, 0.7 of a TinyImageNet pass: one pass; class unlearning: the '
-                              'same, their classification settings are all for random forgetting'),
-                   batch_size=(128, 32, 'SFR-on scripts/unlearn.sh:6; ViT: ' + BATCH_SIZE_SOURCE),
-                   optimizer=('sgd', 'adamw', 'SFR-on unlearn/sfron.py:102; ViT: line 79 (their TinyImageNet block, commented out)'),
-                   lr=(0.01, 2e-5, 'SFR-on unlearn/sfron.py:105 retain_lr, cosine-annealed; ViT: line 82'),
-                   momentum=(0.9, 0.9, 'SFR-on unlearn/sfron.py:103; ViT: line 80 (unused by AdamW)'),
-                   weight_decay=(5e-4, 0.05, 'SFR-on unlearn/sfron.py:104; ViT: line 81'),
-                   forget_freq=(5, 1, 'SFR-on unlearn/sfron.py:109; ViT: line 86'),
-                   forget_alpha=(25., 500., 'SFR-on unlearn/sfron.py:111, cosine-decayed (line 192); ViT: line 88'),
-                   lambd=(0.5, 0.6, 'SFR-on unlearn/sfron.py:118 (lambda; gamma before their last commit); ViT: line 95'),
-                   threshold=(1., 1., 'SFR-on unlearn/sfron.py:121 (gamma in the paper); ViT: line 98'),
-                   max_norm=(7., 7., 'SFR-on unlearn/sfron.py:112; ViT: line 89'),
-                   ema_beta=(1., 1., 'SFR-on unlearn/sfron.py:115 (1: no average); ViT: line 92')),
 }
 
-def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
-                              ) -> pd.DataFrame:   # one row per (method, field): resnet, vit, source
+def declared_defaults(config=method_config, # config(name, arch) -> a method's config dataclass
+                     ) -> dict:              # method -> field -> (resnet value, vit value, source)
+    """The defaults of every registered unlearning method whose config declares their sources (`MethodConfig.sources`,
+    in its chapter), with those sources; a field it gives none is recorded with an empty source (`defaults_mismatches`
+    says so)"""
+    out = {}
+    for m in list_methods(reference=False):
+        if not (src := config(m, 'resnet').sources): continue
+        r, v = dataclasses.asdict(config(m, 'resnet')), dataclasses.asdict(config(m, 'vit'))
+        out[m] = {f: (r[f], v[f], src.get(f, '')) for f in r}
+    return out
+
+def ledger_defaults(config=method_config, # config(name, arch) -> a method's config dataclass
+                   ) -> dict:             # method -> field -> (resnet value, vit value, source)
+    "The ledger's defaults: the paper's methods' rows (`DEFAULTS`), then each method's that declares its sources"
+    return {**DEFAULTS, **declared_defaults(config)}
+
+def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: ledger_defaults()
+                     ) -> pd.DataFrame:   # one row per (method, field): resnet, vit, source
     "The ledger's table of every method's default hyperparameters, with the source of each value"
-    defaults = DEFAULTS if defaults is None else defaults
+    defaults = ledger_defaults() if defaults is None else defaults
     return pd.DataFrame([dict(method=m, field=f, resnet=r, vit=v, source=s) for m, fs in defaults.items() for f, (r, v, s) in fs.items()])
 
 def registry_defaults(config=method_config, # config(name, arch) -> a method's config dataclass
-                              ) -> dict:              # method -> field -> (resnet value, vit value)
+                     ) -> dict:              # method -> field -> (resnet value, vit value)
     "Every registered unlearning method's default hyperparameters, for 'resnet' and 'vit', as `config` gives them"
     out = {}
     for m in list_methods(reference=False):
@@ -411,11 +362,13 @@ def registry_defaults(config=method_config, # config(name, arch) -> a method's c
         out[m] = {f: (r[f], v[f]) for f in r}
     return out
 
-def defaults_mismatches(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
-                                 config=method_config, # config(name, arch) -> a method's config dataclass
-                                ) -> list:            # one line per difference; empty when the ledger matches the registry
-    "Where the ledger's recorded defaults and the registry disagree: a missing method or field, or a different value"
-    defaults, reg, out = DEFAULTS if defaults is None else defaults, registry_defaults(config), []
+def defaults_mismatches(defaults:dict=None, # method -> field -> (resnet, vit, source); None: ledger_defaults()
+                        config=method_config, # config(name, arch) -> a method's config dataclass
+                       ) -> list:            # one line per difference; empty when the ledger matches the registry
+    """Where the ledger's recorded defaults and the registry disagree: a missing method or field, a different value, a
+    default without its source, a method recorded both here and in its chapter"""
+    defaults, reg, out = ledger_defaults(config) if defaults is None else defaults, registry_defaults(config), []
+    out += [f"{m}: its config declares its sources and DEFAULTS has a row: keep one" for m in declared_defaults(config) if m in DEFAULTS]
     for m in sorted(set(reg) | set(defaults)):
         if m not in defaults: out.append(f"{m}: registered, not in the ledger"); continue
         if m not in reg: out.append(f"{m}: in the ledger, not registered"); continue
@@ -424,12 +377,13 @@ def defaults_mismatches(defaults:dict=None, # method -> field -> (resnet, vit, s
             if f not in reg[m]: out.append(f"{m}.{f}: recorded, but not a config field"); continue
             got, rec = tuple(reg[m][f]), tuple(defaults[m][f][:2])
             if got != rec: out.append(f"{m}.{f}: registry (resnet, vit) = {got}, ledger = {rec}")
+            if not str(defaults[m][f][2]).strip(): out.append(f"{m}.{f}: no source (its config's `sources`)")
     return out
 
-def check_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
-                            config=method_config, # config(name, arch) -> a method's config dataclass
-                           ):
+def check_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: ledger_defaults()
+                   config=method_config, # config(name, arch) -> a method's config dataclass
+                  ):
     "Raise `AssertionError` listing every difference between the ledger's recorded defaults and the registry"
     if bad := defaults_mismatches(defaults, config):
-        raise AssertionError("the deviations ledger and the method registry disagree (update DEFAULTS in "
-                             "nbs/paper/90_deviations.ipynb):\n" + '\n'.join(bad))
+        raise AssertionError("the deviations ledger and the method registry disagree (update DEFAULTS in nbs/paper/90_deviations.ipynb, "
+                             "or the method's `sources` in its chapter):\n" + '\n'.join(bad))
