@@ -12,7 +12,8 @@ from ..core.checks import check_choice
 from .evaluation import GAP_KEYS, METRIC_FNS, list_metrics
 # each metric's record: nbs/metrics/62_metric_facts.ipynb
 from .metric_facts import table_metrics, logged_digits, logged_rounding
-from ..methods.base import list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method, field_methods
+from lotus_nb.methods.base import (list_methods, method_config, MethodConfig, display_name, is_reference, ordered_methods, role_method,
+    field_methods)
 
 # %% auto #0
 __all__ = ['MARKUP', 'MAIN_ROWS', 'RESOURCE_ROWS', 'SUPP_LABELS', 'EXTRA_MIA', 'LOGGED_DIGITS', 'PAPER_SCALE', 'PAPER_DIGITS',

@@ -270,7 +270,7 @@ LOTUS_DEFAULTS = dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, 'CFG:4
                                                   'authors_stop=True'),
                       forget_acc=('augmented', 'augmented', 'lotus_class.py:299-300 (the forget loader keeps the training transforms: '
                                                             'helpers/data_utils.py:296-304, 319-326)'))
-DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning: the paper's methods (the others: their `sources`)
+DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance unlearning: the paper's methods (others: `sources`)
     'finetune': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),
                      **_sgd(NAIVE_UNLEARNING_PY, '37-45', 'tex:820')),
     'neggrad_plus': dict(epochs=(10, 3, EPOCHS_SOURCE), batch_size=(128, 32, BATCH_SIZE_SOURCE),

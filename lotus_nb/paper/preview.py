@@ -281,8 +281,8 @@ def estimate(spec,             # a resolved BenchmarkSpec
         for m in ms:
             cfg = (prep.cfgs[m] if prep is not None
                    else method_config(m, model_arch(spec.model), 'instance' if spec.forget_class is None else 'class'))
-            own = 0. if is_reference(m) else (cfg.image_passes(n*fp, n*(1 - fp), c) if hasattr(cfg, 'image_passes')   # its own count
-                                              else max(getattr(cfg, 'epochs', 1) or 1, 1)*n)   # a config of its own: every epoch, every image
+            own = 0. if is_reference(m) else (cfg.image_passes(n*fp, n*(1 - fp), c) if hasattr(cfg, 'image_passes')   # its count
+                                              else max(getattr(cfg, 'epochs', 1) or 1, 1)*n)   # a config of its own: each epoch, each image
             own += (n + held)/3; passes += own
             r, q = by.get(m, (0, 0.)); by[m] = (r + 1, q + own)
     name = prep.name if prep is not None else benchmark_name(spec.dataset, spec.model, spec.forget_pct, spec.forget_class, spec.unseen)
@@ -385,7 +385,8 @@ def render_preview(pv:Preview,  # from preview_grids
     if pv.methods is not None and len(pv.methods):   # each method's rows: its unlearning (the passes its config states) and evaluation
         per = pv.methods.groupby('method', sort=False)[['rows', 'passes', 'hours']].sum()
         per = per.assign(passes=(per.passes/1e6).round(2), hours=per.hours.round(3)).rename(index=display_name).rename_axis(None)
-        lines += ['', f"Methods (an estimate: each one's rows, its image passes and hours on {pv.device}, trainings of f_orig and f_gold aside):"]
+        lines += ['', f"Methods (an estimate: each one's rows, its image passes and hours on {pv.device}, trainings of f_orig and "
+                      "f_gold aside):"]
         lines += ['  ' + l for l in per.rename(columns={'passes': 'Mpasses', 'hours': 'hours'}).to_string().split('\n')]
     gpu = pv.device in GPUS
     lines += ['', f"ESTIMATE: about {pv.hours:.1f} device-hours on {'an' if pv.device[0] in 'ah' else 'a'} {pv.device.upper()} "

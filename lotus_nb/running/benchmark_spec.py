@@ -18,8 +18,8 @@ from ..data.loaders import device_splits
 from ..models.architectures import create_model, model_arch, model_input_size, resolve_model, weights_digest
 from ..models.training import Recipe, RECIPES
 from ..models.checkpoints import cache_key
-from lotus_nb.methods.base import (method_config, config_identity, list_methods, check_method, check_kind, is_reference, role_method, RETAIN_DRAWS,
-    FIELD, field_methods)
+from ..methods.base import (method_config, config_identity, list_methods, check_method, check_kind, is_reference, role_method,
+    RETAIN_DRAWS, FIELD, field_methods)
 from ..metrics.evaluation import MIA_NONMEMBERS, MIA_MODES
 from ..metrics.metric_facts import metric_versions   # each metric's record: nbs/metrics/62_metric_facts.ipynb
 from .store import Store, row_id
