@@ -380,6 +380,24 @@ DEFAULTS = {   # method -> field -> (ResNet value, ViT value, source), instance 
                                    'ViT: config/cifar10_vit-s-16.yaml:6'),
                    momentum=(0.9, 0.9, 'DELETE method/delete.py:33'),
                    weight_decay=(0., 0., 'DELETE method/delete.py:33 (none; no temperature, no loss weights: lines 30, 66-70)')),
+    'scar': dict(epochs=(30, 30, 'SCAR src/opts.py:35 (instance removal, HR: no command of theirs; class removal, CR: 10, command.sh:1)'),
+                 batch_size=(1024, 32, 'SCAR src/opts.py:31, command.sh:1; ViT: ' + BATCH_SIZE_SOURCE + ' (they give none)'),
+                 optimizer=('adam', 'adam', 'SCAR src/Unlearning_methods.py:384'),
+                 lr=(5e-4, 5e-4, 'SCAR src/opts.py:34 (CR: 1e-3, command.sh:1)'),
+                 momentum=(0.9, 0.9, 'SCAR src/opts.py:33 (unused by Adam)'),
+                 weight_decay=(0., 0., 'SCAR src/opts.py:32'),
+                 lambda_1=(1., 1., 'SCAR src/opts.py:38, command.sh:1'),
+                 lambda_2=(5., 5., 'SCAR src/opts.py:39 (CR: 0.1, command.sh:1)'),
+                 temperature=(1., 1., 'SCAR src/opts.py:37 (CR: 2, command.sh:1)'),
+                 delta=(0.5, 1., 'SCAR src/opts.py:41; ViT: ours, 1 (their ViT embedding has negative entries, where x**0.5 is NaN)'),
+                 gamma1=(3., 3., 'SCAR src/opts.py:42'),
+                 gamma2=(3., 3., 'SCAR src/opts.py:43'),
+                 surrogate_batches=(6, 6, 'SCAR src/opts.py:100-105 (num_retain_samp 5), Unlearning_methods.py:456'),
+                 surrogate=('gaussian_noise', 'gaussian_noise', 'SCAR src/generate_random_noise.py:6-12, dsets.py:247-259: their '
+                            'noise, seeded (their command reads 10k ImageNet images, not downloadable here; one\'s own: surrogate=)'),
+                 surrogate_size=(10000, 2000, 'SCAR src/generate_random_noise.py:10, dsets.py:250-251; ViT: ours, 2000 at 224 x 224'),
+                 class_threshold=(0.8, 0.8, 'SCAR src/Unlearning_methods.py:391-395 (Tiny ImageNet 0.4)'),
+                 early_stop=(True, True, 'SCAR src/Unlearning_methods.py:471, 486; main.py:63-64, 77')),
 }
 
 def recorded_defaults(defaults:dict=None, # method -> field -> (resnet, vit, source); None: DEFAULTS
