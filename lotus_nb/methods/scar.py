@@ -20,7 +20,7 @@ __all__ = ['tukey', 'shrink_cov', 'class_stats', 'mahalanobis', 'closest_wrong',
 
 # %% ../../nbs/methods/55_scar.ipynb #0e29a6aa
 def tukey(e:torch.Tensor,    # embeddings (non-negative: a ResNet's pooled ReLU features)
-          delta:float=0.5,   # the exponent (their `--delta`, opts.py:41)
+          delta:float=0.5,   # the exponent (their --delta, opts.py:41)
          ) -> torch.Tensor:
     "Tukey's ladder of powers, $e^\\delta$ element-wise (their `tuckey_transf`, Unlearning_methods.py:306-307)"
     return torch.pow(e, delta)
@@ -61,10 +61,10 @@ def mahalanobis(emb:torch.Tensor,  # B x D embeddings (the student's, with gradi
     right = torch.matmul(diff.permute(1, 0, 2), invs)
     return torch.diagonal(torch.matmul(right, diff.permute(1, 2, 0)), dim1=1, dim2=2).T
 
-def closest_wrong(d:torch.Tensor,       # B x C distances to the classes `classes`
+def closest_wrong(d:torch.Tensor,       # B x C distances to the classes named by classes
                   labels:torch.Tensor,  # B labels of the forget images
                   classes:torch.Tensor, # C class ids of the distributions
-                 ) -> torch.Tensor:     # B positions among `classes`: the closest, or the second closest where that is the label
+                 ) -> torch.Tensor:     # B positions among classes: the closest, or the second closest where that is the label
     "The closest class other than the image's own (Unlearning_methods.py:420-425, the class ids compared, see the note below)"
     order = torch.argsort(d, dim=1)
     return torch.where(classes[order[:, 0]] == labels, order[:, 1], order[:, 0])
@@ -102,7 +102,13 @@ def gaussian_surrogate(n:int,          # how many images (theirs: 10 files of 10
 class WeightedSurrogate:
     """Instance removal's surrogate loader (dsets.py:263-302): the images unaugmented, with $f_{orig}$'s logits; each pass
     draws len(set) of them with replacement, with weight 1 / (how many $f_{orig}$ puts in the same class; 5 under 3)"""
-    def __init__(self, split:Split, teacher:nn.Module, batch_size:int, num_classes:int, seed:int):
+    def __init__(self,
+                 split:Split,        # the surrogate images, read once in order, unaugmented
+                 teacher:nn.Module,  # f_orig, frozen, in eval mode: its logits are kept, its predicted classes weigh the draw
+                 batch_size:int,     # images per batch
+                 num_classes:int,    # K, the classes counted
+                 seed:int,           # seeds the draws
+                ):
         xs, zs = [], []
         with torch.no_grad():
             for b in split.loader(batch_size):
