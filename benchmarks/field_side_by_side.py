@@ -1,4 +1,4 @@
-"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink, Boundary Expanding, DELETE and SFR-on: the authors' code
+"""CF-k, EU-k, l1-sparse, Fisher forgetting, Boundary Shrink, Boundary Expanding, DELETE, SCAR and SFR-on: the authors' code
 against ours, on the same small model, data, seed and settings.
 
     # their files, out of a fetched copy of each repository (never into this one):
@@ -20,6 +20,10 @@ against ours, on the same small model, data, seed and settings.
     G=<git dir of shaaaaron/DELETE>; mkdir -p /tmp/delete_authors/method
     git --git-dir=$G show HEAD:method/delete.py > /tmp/delete_authors/method/delete.py
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method delete --authors /tmp/delete_authors --kind class
+    G=<git dir of jbonato1/SCAR>; mkdir -p /tmp/scar_authors
+    git --git-dir=$G show HEAD:src/Unlearning_methods.py > /tmp/scar_authors/Unlearning_methods.py
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method scar --authors /tmp/scar_authors --kind class --epochs 2
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method scar --authors /tmp/scar_authors --kind instance --epochs 2
     G=<git dir of K1nght/Unified-Unlearning-w-Remain-Geometry>; mkdir -p /tmp/sfron_authors/unlearn
     for f in unlearn/sfron.py unlearn/unlearn_method.py; do git --git-dir=$G show HEAD:Classification/$f > /tmp/sfron_authors/$f; done
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/field_side_by_side.py --method sfr_on --authors /tmp/sfron_authors
@@ -72,6 +76,15 @@ What their code needs to run here, and nothing that changes a step:
   nothing). `.to("cuda")` (delete.py:27-28, 46) returns the tensor or module unchanged, for the call; the logger is a
   disabled `logging.Logger`; `soft_label` is 'inf' (their only one, main.py:88). Their `train_forget_loader` is our
   forget split's loader, as ours builds it (`task.forget.loader(batch_size, train=True, seed=task.seed)`).
+- SCAR (Bonato et al.; `--kind class` is their class removal, CR, `--kind instance` their homogeneous removal, HR): their
+  class `SCAR` (src/Unlearning_methods.py) is imported as it stands. The modules it imports at import time are stubs:
+  `opts` (an `OPT` holding the settings of our config, the mode, `device='cpu'`, `model='resnet18'`, `dataset='cifar10'`,
+  `num_retain_samp` = our `surrogate_batches` - 1, `num_classes` and `target_accuracy`, set as their main.py:63-64, 77
+  sets it: CR 0.01, HR Acc(f_orig, D_u) - 0.015) and `utils` (`accuracy`, written as theirs, utils.py:36-67). Their
+  loaders are the ones ours builds: the forget split in order, the retain split (augmented in CR, as their dsets.py:99),
+  and the surrogate: our seeded Gaussian noise (their generate_random_noise.py, which writes it to files), shuffled each
+  pass in CR, and in HR `WeightedSurrogate` (our version of their dsets.py:263-302, which is not run: it reads their
+  folders). Their prints and progress bar are silenced. Nothing was needed for CUDA: their `.to(opt.device)` gets 'cpu'.
 - SFR-on (Huang et al., Classification/): their class `SFRon` (unlearn/sfron.py) is imported as it stands, as the module
   `unlearn.sfron` of a stub package `unlearn` beside their unlearn/unlearn_method.py (their package's `__init__` imports
   every method of theirs: it is not run); the modules it imports for logging and evaluation are stubs: `utils`
@@ -233,6 +246,42 @@ def delete_run(authors, model, task, cfg):
     with no_cuda_to(), contextlib.redirect_stderr(io.StringIO()):   # their tqdm.trange over epochs
         return their.delete(model, forget, cfg.epochs, cfg.lr, log, None, {}, '/tmp/unused', soft_label='inf')
 
+def scar_run(authors, model, task, cfg):
+    "Bonato et al.'s SCAR (class `SCAR`, src/Unlearning_methods.py) on a copy of `model`: their result"
+    from lotus_nb.methods.scar import gaussian_surrogate, WeightedSurrogate
+    from lotus_nb.methods.base import frozen
+    cr = task.forget_class is not None
+    forget = task.forget.loader(cfg.batch_size)
+    teacher = frozen(model)
+    with torch.no_grad(): K = teacher(next(iter(forget))[0][:2]).shape[1]   # eval mode: their model's statistics untouched
+    def accuracy(net, loader, single_class=False):   # their utils.accuracy (utils.py:36-67)
+        correct, total, preds, ys = 0, 0, [], []
+        for b in loader:
+            p = net(b[0]).max(1)[1]; total += b[1].size(0); correct += p.eq(b[1]).sum().item(); preds.append(p); ys.append(b[1])
+        if not single_class: return correct / total
+        p, y = torch.cat(preds), torch.cat(ys)
+        return correct / total, torch.stack([((p == i) & (y == i)).sum().float() / (y == i).sum() for i in range(K)])
+    target = 0.01
+    if not cr: target = accuracy(teacher, task.unseen.loader(cfg.batch_size)) - 0.015
+    OPT = type('OPT', (), dict(device='cpu', model='resnet18', dataset='cifar10', mode='CR' if cr else 'HR', num_classes=K,
+                               num_retain_samp=cfg.surrogate_batches - 1, lr_unlearn=cfg.lr, wd_unlearn=cfg.weight_decay,
+                               momentum_unlearn=cfg.momentum, epochs_unlearn=cfg.epochs, target_accuracy=target, scheduler=[25, 40],
+                               temperature=cfg.temperature, lambda_1=cfg.lambda_1, lambda_2=cfg.lambda_2, delta=cfg.delta,
+                               gamma1=cfg.gamma1, gamma2=cfg.gamma2))
+    for name, attrs in {'opts': dict(OPT=OPT), 'utils': dict(accuracy=accuracy)}.items():
+        m = types.ModuleType(name); m.__dict__.update(attrs); sys.modules[name] = m
+    sys.path.insert(0, str(authors)); sys.modules.pop('Unlearning_methods', None)
+    import importlib
+    their = importlib.import_module('Unlearning_methods')
+    x0 = next(iter(task.forget.loader(1)))[0]
+    sur = gaussian_surrogate(cfg.surrogate_size, tuple(x0.shape[1:]), task.seed, x0.device)
+    retain = task.retain.loader(cfg.batch_size, train=cr, seed=task.seed)
+    sur = sur.loader(cfg.batch_size, train=True, seed=task.seed) if cr else WeightedSurrogate(sur, teacher, cfg.batch_size, K, task.seed)
+    test = forget if cr else task.unseen.loader(cfg.batch_size)
+    set_seed(task.seed)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return their.SCAR(model, retain, sur, forget, test, class_to_remove=[task.forget_class] if cr else None).run()
+
 def sfron_run(authors, model, task, cfg):
     "Huang et al.'s SFR-on (`SFRon`, Classification/unlearn/sfron.py: `prepare_unlearn`, then `get_unlearned_model`) on `model`"
     import importlib, tempfile
@@ -256,27 +305,31 @@ def sfron_run(authors, model, task, cfg):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--method', required=True, choices=['cf_k', 'eu_k', 'l1_sparse', 'fisher', 'boundary_shrink', 'boundary_expanding',
-                                                            'delete', 'sfr_on'])
+                                                            'delete', 'scar', 'sfr_on'])
     ap.add_argument('--authors', required=True,
                     help="their files: src/ of Evaluating-Inexact-Unlearning, a folder holding Unlearn-Sparse's unlearn/, or one holding "
                          "SelectiveForgetting's Forgetting.ipynb, one holding Boundary-Unlearning-Code's files, or one holding "
-                         "DELETE's method/delete.py, or one holding SFR-on's unlearn/sfron.py and unlearn/unlearn_method.py")
+                         "DELETE's method/delete.py, one holding SCAR's src/Unlearning_methods.py, or one holding SFR-on's "
+                         "unlearn/sfron.py and unlearn/unlearn_method.py")
     ap.add_argument('--kind', default='instance', choices=['instance', 'class'])
     ap.add_argument('--epochs', type=int, default=3)
+    ap.add_argument('--forget-class', type=int, default=3, help='the class forgotten with --kind class')
     ap.add_argument('--json', default=None, help='also write the figures here')
     a = ap.parse_args()
     torch.set_num_threads(1)
     try: check_kind(a.method, a.kind)   # DELETE: class unlearning only, refused in one line
     except ValueError as e: sys.exit(str(e))
-    f_orig, ts, task = demo_task(forget_class=3 if a.kind == 'class' else None)
+    f_orig, ts, task = demo_task(forget_class=a.forget_class if a.kind == 'class' else None)
     cfg = method_config(a.method, 'resnet', a.kind, **({} if a.method == 'fisher' else dict(epochs=a.epochs)))
-    t0 = time.perf_counter(); ours = unlearn(a.method, f_orig, task, cfg=cfg, progress=False).model; t_ours = time.perf_counter() - t0
+    t0 = time.perf_counter(); r = unlearn(a.method, f_orig, task, cfg=cfg, progress=False); t_ours = time.perf_counter() - t0
+    ours, steps_ours = r.model, r.record['steps']
     theirs = copy.deepcopy(f_orig).train()
     for p in theirs.parameters(): p.requires_grad_(True)
     t0 = time.perf_counter()
     if a.method == 'fisher': theirs = fisher_run(a.authors, theirs, task, cfg)
     elif a.method.startswith('boundary'): theirs = boundary_run(a.method, a.authors, theirs, task, cfg, a.epochs)
     elif a.method == 'delete': theirs = delete_run(a.authors, theirs, task, cfg)
+    elif a.method == 'scar': theirs = scar_run(a.authors, theirs, task, cfg)
     elif a.method == 'sfr_on': theirs = sfron_run(a.authors, theirs, task, cfg)
     elif a.method == 'l1_sparse': theirs = us_run(a.authors, theirs, task, cfg)
     else: theirs = eiu_run(a.method, a.authors, theirs, task, cfg)
@@ -287,7 +340,6 @@ def main():
     sq = lambda a, b: sum(((a[n] - b[n]).double()**2).sum() for n in po)
     trained = task.forget if a.method.startswith('boundary') or a.method == 'delete' else task.retain   # the set the method steps over
     steps = 0 if a.method == 'fisher' else a.epochs*len(trained.loader(max(cfg.batch_size, 1), train=True, seed=task.seed))
-    if a.method == 'sfr_on': steps += -(-steps // cfg.forget_freq)   # a forget step before every forget_freq-th retain step
     out = dict(method=a.method, kind=a.kind, epochs=a.epochs, steps=steps,
                params_max_abs_diff=max(diff(po[n], pt[n]) for n in po),
                buffers_max_abs_diff=max((diff(bo[n], bt[n]) for n in bo if bo[n].is_floating_point()), default=0.),

@@ -20,7 +20,7 @@ BUILTIN_PLUGINS = ('lotus_nb.data.formats_idx', 'lotus_nb.data.formats_cifar', '
                    # the field's methods beyond the paper's (run when named)
                    'lotus_nb.methods.cf_k', 'lotus_nb.methods.eu_k', 'lotus_nb.methods.l1_sparse',
                    'lotus_nb.methods.fisher', 'lotus_nb.methods.boundary_shrink', 'lotus_nb.methods.boundary_expanding',
-                   'lotus_nb.methods.delete', 'lotus_nb.methods.sfr_on',
+                   'lotus_nb.methods.delete', 'lotus_nb.methods.scar', 'lotus_nb.methods.sfr_on',
                    # an unseen-set generator; the privacy audit's split rule and run arrays
                    'lotus_nb.running.synthetic', 'lotus_nb.running.privacy')
 
