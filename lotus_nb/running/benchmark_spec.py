@@ -4,7 +4,7 @@
 
 # %% ../../nbs/running/72_benchmark_spec.ipynb #375de629
 from __future__ import annotations
-import dataclasses, logging, math
+import dataclasses, json, logging, math
 from dataclasses import dataclass, field, KW_ONLY
 import numpy as np, torch.nn as nn
 from ..core.registry import Registry, View   # plain tables, and views of them: nbs/core/01_registry.ipynb
@@ -223,6 +223,11 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         if is_reference(check_method(m)): raise ValueError(f"{m!r} is a reference: it follows the benchmark's training recipe (pass "
                                                            f"`recipe`), not method_overrides")
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
+        for k, v in o.items():   # a row records its settings and is found again by them: plain values only
+            try: json.dumps(v)
+            except TypeError: raise ValueError(f"method_overrides[{m!r}][{k!r}] is a {type(v).__name__}: a benchmark records its methods' "
+                                               f"settings, so they are numbers, strings, booleans or lists; pass your own object to "
+                                               f"unlearn({m!r}, ..., {k}=...)") from None
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
     check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct')
