@@ -557,27 +557,34 @@ def _write(dst:Path, text:str|bytes):
     tmp.write_bytes(text) if isinstance(text, bytes) else tmp.write_text(text, encoding='utf-8')
     os.replace(tmp, dst)
 
+def _papermill_checked(src:Path, params:dict|None, timeout:int, workdir:Path, what:str, cmd:str, log=print) -> tuple:
+    """`run_papermill`, and what makes its run unusable: a failure, or `src` edited while it ran (both: (result, None,
+    prov), nothing to write); lotus_nb changed meanwhile is a warning. Returns (result, `src` as it is now, `prov`: the
+    code's fingerprint at the start, which the run imported)"""
+    before, prov = json.loads(src.read_text(encoding='utf-8')), code_fingerprint(src, params)
+    res = run_papermill(src, params, timeout, workdir)
+    if res['status'] != 'ok':
+        log(f"FAIL  {what}: {res['error']} ({res['wall']:.0f} s); nothing written\n" +
+            '\n'.join('      ' + l for l in res.get('log', '').strip().splitlines()[-15:]))
+        return res, None, prov
+    now = json.loads(src.read_text(encoding='utf-8'))
+    if _cells(now) != _cells(before):
+        log(f"FAIL  {what}: nbs/{src.name} was edited while it ran: run it again; nothing written")
+        return dict(status='failed', wall=res['wall'], error='edited while it ran'), None, prov
+    if code_fingerprint(src, params)['fingerprint'] != prov['fingerprint']:   # the kernel imported lotus_nb at its start
+        log(f"warn  lotus_nb changed while {what} ran: what is written records the code of the start ({prov['fingerprint']}), "
+            f"which the check will call stale: run `{cmd}` again")
+    return res, now, prov
+
 def refresh_experiments(params:dict|None=None, out:Path|None=None, timeout:int=3600, log=print) -> dict:
     """Run nbs/experiments.ipynb with papermill (`params`; none: its defaults), then write into `out` (default nbs/,
     in place) `experiments.ipynb` with the run's outputs, the page `embedded_paper.ipynb` and `images/embedded/` (its
     figures and `provenance.json`: the code's fingerprint, the parameters, torch and the arithmetic). A failed run, or
     a notebook edited while it ran, writes nothing. Returns dict(status, wall, written | error)"""
     src = nbs_path()/EXPERIMENTS
-    before = json.loads(src.read_text(encoding='utf-8'))
-    prov = code_fingerprint(src, params)          # the code as it is when the run starts
     with tempfile.TemporaryDirectory(prefix='refresh_experiments_') as d:
-        res = run_papermill(src, params, timeout, Path(d))
-        if res['status'] != 'ok':
-            log(f"FAIL  nbs/{EXPERIMENTS}: {res['error']} ({res['wall']:.0f} s); nothing written\n" +
-                '\n'.join('      ' + l for l in res.get('log', '').strip().splitlines()[-15:]))
-            return res
-        now = json.loads(src.read_text(encoding='utf-8'))
-        if _cells(now) != _cells(before):
-            log(f"FAIL  nbs/{EXPERIMENTS}: the notebook was edited while it ran: run it again; nothing written")
-            return dict(status='failed', wall=res['wall'], error='edited while it ran')
-        if code_fingerprint(src, params)['fingerprint'] != prov['fingerprint']:   # the kernel imported lotus_nb at its start
-            log(f"warn  lotus_nb changed while nbs/{EXPERIMENTS} ran: what is written records the code of the start "
-                f"({prov['fingerprint']}), which the check will call stale: run `{EXPERIMENTS_CMD}` again")
+        res, now, prov = _papermill_checked(src, params, timeout, Path(d), f'nbs/{EXPERIMENTS}', EXPERIMENTS_CMD, log)
+        if now is None: return res
         try: nb = stored_outputs(now, res['nb'])
         except ValueError as e:
             log(f"FAIL  nbs/{EXPERIMENTS}: {e}; nothing written"); return dict(status='failed', wall=res['wall'], error=str(e))
@@ -700,21 +707,9 @@ def refresh_field(out:Path|None=None, timeout:int=7200, log=print) -> dict:
     `embedded_field.ipynb` and `images/embedded/field_provenance.json`. A failed run, or a notebook edited while it
     ran, writes nothing. Returns dict(status, wall, written | error)"""
     src = nbs_path()/EXPERIMENTS
-    before = json.loads(src.read_text(encoding='utf-8'))
-    prov = code_fingerprint(src, FIELD_PARAMS)
     with tempfile.TemporaryDirectory(prefix='refresh_field_') as d:
-        res = run_papermill(src, FIELD_PARAMS, timeout, Path(d))
-    if res['status'] != 'ok':
-        log(f"FAIL  nbs/{FIELD_PAGE}: {res['error']} ({res['wall']:.0f} s); nothing written\n" +
-            '\n'.join('      ' + l for l in res.get('log', '').strip().splitlines()[-15:]))
-        return res
-    now = json.loads(src.read_text(encoding='utf-8'))
-    if _cells(now) != _cells(before):
-        log(f"FAIL  nbs/{FIELD_PAGE}: nbs/{EXPERIMENTS} was edited while it ran: run it again; nothing written")
-        return dict(status='failed', wall=res['wall'], error='edited while it ran')
-    if code_fingerprint(src, FIELD_PARAMS)['fingerprint'] != prov['fingerprint']:
-        log(f"warn  lotus_nb changed while the field ran: the page records the code of the start ({prov['fingerprint']}), "
-            f"which the check will call stale: run `{FIELD_CMD}` again")
+        res, now, prov = _papermill_checked(src, FIELD_PARAMS, timeout, Path(d), f'nbs/{FIELD_PAGE}', FIELD_CMD, log)
+    if now is None: return res
     import papermill as pm, torch
     prov = dict(command=FIELD_CMD, **prov, defaults={k: v['default'].strip("'\"") if isinstance(v['default'], str) else v['default']
                                                       for k, v in pm.inspect_notebook(str(src)).items()},
