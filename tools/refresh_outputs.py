@@ -24,7 +24,7 @@ regenerated from it (`tools/make_readme.py`).
     python tools/refresh_outputs.py --out /tmp/x              # write the executed notebooks to /tmp/x, not in place
     python tools/refresh_outputs.py 90_deviations --flags slow   # its slow cells too: their outputs stored, kept by later runs
     python tools/refresh_outputs.py experiments               # the experiments notebook by papermill, and the embedded paper's page
-    python tools/refresh_outputs.py --papermill               # everything: every chapter, then the experiments notebook and the page
+    python tools/refresh_outputs.py --papermill               # everything: every chapter, the experiments notebook and its page, the field's page
     python tools/refresh_outputs.py field                     # the field (-p methods field) on the embedded benchmark: its page
 
 The experiments notebook (`experiments`, or `--papermill`) is the one papermill notebook that keeps outputs: it runs
@@ -714,7 +714,9 @@ def refresh_field(out:Path|None=None, timeout:int=7200, log=print) -> dict:
     prov = dict(command=FIELD_CMD, **prov, defaults={k: v['default'].strip("'\"") if isinstance(v['default'], str) else v['default']
                                                       for k, v in pm.inspect_notebook(str(src)).items()},
                 torch=torch.__version__.split('+')[0], numerics=numerics_fingerprint())
-    page = field_page(stored_outputs(now, res['nb']), prov)
+    try: page = field_page(stored_outputs(now, res['nb']), prov)
+    except ValueError as e:
+        log(f"FAIL  nbs/{FIELD_PAGE}: {e}; nothing written"); return dict(status='failed', wall=res['wall'], error=str(e))
     dst = Path(out) if out else nbs_path()
     _write(dst/EMBEDDED_DIR/FIELD_PROVENANCE, json.dumps(prov, indent=1, sort_keys=True) + '\n')
     _write(dst/FIELD_PAGE, nb_text(page))
@@ -756,10 +758,11 @@ def main(argv=None):
     ap.add_argument('--timeout', type=int, default=1800, help='seconds one notebook may run (default 1800)')
     ap.add_argument('--_worker', nargs=4, help=argparse.SUPPRESS)
     ap.add_argument('--papermill', action='store_true', help=f'also the experiments notebook and the embedded paper\'s page '
-                    f'(what `{EXPERIMENTS_CMD}` does: {EXPERIMENTS_COST}), after the chapters')
+                    f'(what `{EXPERIMENTS_CMD}` does: {EXPERIMENTS_COST}) and the field\'s page (`{FIELD_CMD}`: {FIELD_COST}), '
+                    'after the chapters')
     a = ap.parse_args(argv)
     if a._worker: return _worker_main(*a._worker)
-    run_field, names = 'field' in a.notebooks, [n for n in a.notebooks if n != 'field']   # 'field': the field's page, below
+    run_field, names = 'field' in a.notebooks or a.papermill, [n for n in a.notebooks if n != 'field']   # 'field': its page, below
     paths = [resolve(n) for n in names] if names else [] if run_field else chapters()
     exp = nbs_path().resolve()/EXPERIMENTS
     run_exp = exp in paths or a.papermill
@@ -776,15 +779,16 @@ def main(argv=None):
                   + ('made by the current code, and the page shows the notebook\'s tables and figures' if not probs else '\n'.join(probs)))
         else: probs = refresh_experiments(out=Path(a.out) if a.out else None, timeout=max(a.timeout, 3600))['status'] != 'ok'
         if probs: bad.append(exp)
+    fld = nbs_path().resolve()/FIELD_PAGE
     if run_field:
-        fld = nbs_path().resolve()/FIELD_PAGE
         if a.check:
             probs = check_field()
             print(f"{'ok   ' if not probs else 'STALE'} nbs/{FIELD_PAGE}: " + ('made by the current code' if not probs else '\n'.join(probs)))
         else: probs = refresh_field(out=Path(a.out) if a.out else None, timeout=max(a.timeout, 7200))['status'] != 'ok'
         if probs: bad.append(fld)
     n = len(res) + run_exp + run_field
-    print(f"{n} notebooks in {time.time() - t0:.0f} s: {sum(r['status'] == 'ok' for r in res.values()) + (run_exp and exp not in bad)} "
+    done = sum(r['status'] == 'ok' for r in res.values()) + (run_exp and exp not in bad) + (run_field and fld not in bad)
+    print(f"{n} notebooks in {time.time() - t0:.0f} s: {done} "
           f"{'checked' if a.check and not res else 'ran'}, {sum(r['status'] == 'skipped' for r in res.values())} skipped, {len(bad)} "
           + ('stale or failed' if a.check else 'failed') + (': ' + ' '.join(p.name for p in bad) if bad else ''))
     sys.exit(1 if bad else 0)

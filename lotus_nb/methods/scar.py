@@ -163,15 +163,21 @@ class ScarConfig(MethodConfig):
         delta='SCAR src/opts.py:41; ViT: ours, 1 (their ViT embedding has negative entries, where x**0.5 is NaN)',
         gamma1='SCAR src/opts.py:42',
         gamma2='SCAR src/opts.py:43',
-        surrogate_batches='SCAR src/opts.py:100-105 (num_retain_samp 5), Unlearning_methods.py:456',
+        surrogate_batches=('SCAR src/opts.py:100-105 (num_retain_samp 5; its comment: 1 for CR on CIFAR-10, 3 on CIFAR-100; '
+                           'Tiny ImageNet 90), Unlearning_methods.py:456'),
         surrogate=('SCAR src/generate_random_noise.py:6-12, dsets.py:247-259: their noise, seeded (their command reads 10k ImageNet '
                    "images, not downloadable here; one's own: surrogate=)"),
         surrogate_size='SCAR src/generate_random_noise.py:10, dsets.py:250-251; ViT: ours, 2000 at 224 x 224',
         class_threshold='SCAR src/Unlearning_methods.py:391-395 (Tiny ImageNet 0.4)',
         early_stop='SCAR src/Unlearning_methods.py:471, 486; main.py:63-64, 77',
     )
-    def image_passes(self, n_forget, n_retain, num_classes) -> float:   # the preview's: a forward over D_r (the class statistics);
-        return n_retain/3 + max(self.epochs, 1)*n_forget*self.surrogate_batches*7/3   # per forget image and step: distillation 4/3, pull 1
+    def image_passes(self, n_forget, n_retain, num_classes) -> float:
+        """The preview's count: a forward over D_r (the class statistics) and over the surrogate set; then each step pulls a
+        forget batch (1 an image), distils a whole surrogate batch (4/3: the teacher's forward too) and measures D_f's accuracy
+        (1/3 an image), and each forget batch adds two forwards past its last step"""
+        B, e = self.batch_size, max(self.epochs, 1); nb = -(-int(n_forget) // B)
+        steps = e*nb*self.surrogate_batches
+        return n_retain/3 + self.surrogate_size/3 + steps*(min(B, n_forget) + B*4/3 + n_forget/3) + e*nb*2*B/3
 
 def _embed(model, hook, x): model(x); return hook.x
 
@@ -218,7 +224,7 @@ def scar(original:nn.Module,  # f_orig: the teacher and the student's start (lef
         target = sum(r) / len(task.unseen) - 0.015
     student.train()
     opt = make_optimizer(student.parameters(), cfg)
-    pulled, per_class, losses, stop, epochs_run = [], None, [], False, 0
+    pulled, per_class, losses, stop, epochs_run, skipped = [], None, [], False, 0, 0
     for epoch in tqdm(range(cfg.epochs), disable=not progress, desc='SCAR'):
         total, n = 0., 0
         for nb, (xf, yf) in enumerate(b[:2] for b in forget):
@@ -238,10 +244,12 @@ def scar(original:nn.Module,  # f_orig: the teacher and the student's start (lef
                 if cr:   # f_orig's logits online; images it puts in the forgotten class dropped, that class's logit the batch's least
                     with torch.no_grad():
                         zt = teacher(sb[0]); keep = zt.argmax(1) != task.forget_class
-                        zt = zt[keep]; zt[:, task.forget_class] = torch.min(zt)
+                        if keep.any(): zt = zt[keep]; zt[:, task.forget_class] = torch.min(zt)
                     zs = zs[keep]
-                else: zt = sb[2]   # precomputed on the unaugmented image (dsets.py:272-279)
-                loss = scar_distill(zs, zt / cfg.temperature) * cfg.lambda_2 + loss_f
+                else: zt, keep = sb[2], None   # precomputed on the unaugmented image (dsets.py:272-279)
+                if keep is not None and not keep.any():   # every surrogate image in the forgotten class: the pull alone (theirs fails)
+                    loss = loss_f; skipped += 1
+                else: loss = scar_distill(zs, zt / cfg.temperature) * cfg.lambda_2 + loss_f
                 opt.zero_grad(); loss.backward(); opt.step()
                 total, n = total + loss.item(), n + 1
                 if cfg.early_stop or not cr:
@@ -253,4 +261,4 @@ def scar(original:nn.Module,  # f_orig: the teacher and the student's start (lef
         if cfg.early_stop and target is not None and not stop and epoch > 1 and acc_forget()[0] < target: stop = True
         if stop: break
     return Unlearned(student.eval(), dict(train_loss=losses, epochs_run=epochs_run, early_stop=stop,
-                                          pulled_to=classes[torch.cat(pulled)].tolist()))
+                                          pulled_to=classes[torch.cat(pulled)].tolist(), distil_skipped=skipped))

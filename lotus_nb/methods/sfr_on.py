@@ -74,8 +74,8 @@ class SfrOnConfig(MethodConfig):
                                         lambd=Range(0., 2.), threshold=Range(0.1, 10., log=True))
     sources: ClassVar[dict] = dict(   # where each default comes from: the ResNet value, then 'ViT: ...' (the deviations ledger)
         epochs=('SFR-on unlearn/sfron.py:107 n_iters 1500, 4.3 passes over CIFAR-10 D_r at 128 (ours counts passes, rounded down); '
-                'ViT: line 84 n_iters 500, 0.7 of a TinyImageNet pass: one pass; class unlearning: the same, their classification '
-                'settings are all for random forgetting'),
+                'ViT: line 84 n_iters 500, 0.7 of a TinyImageNet pass: one pass (at batch 32, about 1,400 iterations on CIFAR-10); '
+                'class unlearning: the same, their classification settings are all for random forgetting'),
         batch_size='SFR-on scripts/unlearn.sh:6; ViT: CFG:40 default 128; RR:68 ViT --batch_size 32',
         optimizer='SFR-on unlearn/sfron.py:102; ViT: line 79 (their TinyImageNet block, commented out)',
         lr='SFR-on unlearn/sfron.py:105 retain_lr, cosine-annealed; ViT: line 82',

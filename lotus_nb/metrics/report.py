@@ -187,7 +187,8 @@ def aggregate_authors(results:pd.DataFrame, # rows of one benchmark: one per (me
     out = pd.concat([mean.round(2), std.round(2).add_suffix('_std')], axis=1)
     gold = role_method('gold')
     gaps = pd.DataFrame({k: (out[k] - out.loc[gold, k]).abs() if gold in out.index and k in out else np.nan for k in keys}, index=idx)
-    out['avg_gap'] = gaps.mean(axis=1).round(4)
+    present = [k for k in keys if gaps[k].notna().any()]   # a metric no row has is left out; a row missing one that others have gets none
+    out['avg_gap'] = gaps[present].mean(axis=1, skipna=False).round(4)
     for k in keys: out[f'gap_{k}'] = gaps[k].round(2)   # a difference of two 2-decimal means: round(2) drops the float noise alone
     out['seeds'] = g.seed.nunique().reindex(idx)
     return out
@@ -324,12 +325,14 @@ def table_field(results:pd.DataFrame, # rows of one benchmark, Gold's included (
              f'Rank {head}': ', '.join(f'{int(seed_rank.loc[s, m])}' if ranked and pd.notna(seed_rank.loc[s, m]) else MISSING
                                        for s in seeds),
              f'Avg Gap {head}': ', '.join(f'{ps.loc[s, m]:.4f}' if m in ps and pd.notna(ps.loc[s, m]) else MISSING for s in seeds),
-             'Forget Acc.': f'{g.acc_forget.mean()[m]:.3f}' if 'acc_forget' in results else MISSING,
+             'Forget Acc.': f'{g.acc_forget.mean()[m]:.3f}' if 'acc_forget' in results and pd.notna(g.acc_forget.mean()[m]) else MISSING,
              'Time (min.)': f'{g.time_min.mean()[m]:.2f}' if 'time_min' in results and pd.notna(g.time_min.mean()[m]) else MISSING,
              'Note': '' if ranked else 'reference: not ranked'}
         return r
     rows = {display_name(m): row(m, True) for m in sorted(run, key=lambda m: (rank[m], run.index(m)))}
     rows.update({display_name(m): row(m, False) for m in refs})
+    for m in [m for m in agg.index if m not in run and m not in refs]:   # ran, but no Avg Gap: a metric is NaN (a diverged run)
+        rows[display_name(m)] = {'Rank': MISSING, 'Note': 'ran; no Avg Gap (a metric is NaN)'}
     for m, why in field_methods(kind)[1].items():
         rows[display_name(m)] = {'Rank': MISSING, 'Note': f'not applicable: {why}'}
     t = pd.DataFrame(rows).T.fillna(MISSING)

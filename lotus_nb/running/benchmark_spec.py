@@ -225,9 +225,11 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         if not isinstance(o, dict): raise ValueError(f"method_overrides[{m!r}] must be a dict {{name: value}}, got {o!r}")
         for k, v in o.items():   # a row records its settings and is found again by them: plain values only
             try: json.dumps(v)
-            except TypeError: raise ValueError(f"method_overrides[{m!r}][{k!r}] is a {type(v).__name__}: a benchmark records its methods' "
-                                               f"settings, so they are numbers, strings, booleans or lists; pass your own object to "
-                                               f"unlearn({m!r}, ..., {k}=...)") from None
+            except TypeError:
+                if isinstance(v, np.generic): raise ValueError(f"method_overrides[{m!r}][{k!r}] is numpy's {type(v).__name__}: pass the "
+                                                               f"Python value ({v.item()!r}, its .item())") from None
+                raise ValueError(f"method_overrides[{m!r}][{k!r}] is a {type(v).__name__}: a benchmark records its methods' settings, so "
+                                 f"they are numbers, strings, booleans or lists; pass your own object to unlearn({m!r}, ..., {k}=...)") from None
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
     check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct')

@@ -112,8 +112,11 @@ def plan_grid(specs,                  # BenchmarkSpecs, model possibly 'auto'; a
     for i, s in enumerate(specs):
         if s in specs[:i]: raise ValueError(f"benchmark {s} appears twice in the grid")
     checked = [check_benchmark(s, seeds, methods, store) for s in specs]
-    if any(ms != checked[0][1] for _, ms in checked): raise ValueError(f"methods={methods!r} names other methods on the grid's instance "
-        f"and class benchmarks: run each kind in a grid of its own")   # 'field': each kind's own methods
+    if any(ms != checked[0][1] for _, ms in checked):   # 'field' or None: a kind's own methods, a dataset's gold model or none
+        each = '; '.join(f"{s.dataset} ({'instance' if s.forget_class is None else 'class'}): {len(ms)}"
+                         for s, (_, ms) in zip(specs, checked))
+        raise ValueError(f"methods={methods!r} gives the grid's benchmarks other methods ({each}: a class benchmark adds the methods of "
+                         f"class unlearning only, a dataset without a gold model leaves it out): run them in grids of their own")
     seeds, methods = checked[0]
     mseeds = check_method_seeds(method_seeds) or [None]
     preps, missing = [], {}
