@@ -257,8 +257,8 @@ CERTAIN_ROWS = table_columns('certain', True)   # the ranked rows whose certaint
 def per_seed(results:pd.DataFrame, # rows of one benchmark, Gold's included
              col:str               # a aggregate_authors column, e.g. 'avg_gap'
             ) -> pd.DataFrame: # seeds x methods
-    "`col` of every method computed the paper's way on each seed's rows alone"
-    return pd.DataFrame({s: a[col] for s, df in results.groupby('seed', sort=False) if col in (a := aggregate_authors(df))}).T
+    "`col` of every method computed the paper's way on each seed's rows alone, seeds in increasing order (not the rows' order)"
+    return pd.DataFrame({s: a[col] for s, df in results.groupby('seed', sort=True) if col in (a := aggregate_authors(df))}).T
 
 def _names(ms, agg, col):
     d = PAPER_DIGITS.get(col, 2)
