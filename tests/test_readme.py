@@ -224,10 +224,11 @@ def prose_lines(text:str) -> list[str]:
     return out
 
 def test_readme_is_short():
-    "Under 1,200 words in all (code and tables included), no line of prose over 200 characters"
+    """Under 1,550 words in all (code and tables included: the quick start, the paper's table and the field's ranking),
+    no line of prose over 200 characters"""
     text = readme()
     words = len(text.split())
-    assert words < 1200, f"README.md has {words} words"
+    assert words < 1550, f"README.md has {words} words"
     long = [l[:80] + '...' for l in prose_lines(text) if len(l) > 200]
     assert long == [], long
 
