@@ -226,10 +226,12 @@ def check_benchmark(spec:BenchmarkSpec, # the benchmark, resolved: resolve_spec 
         for k, v in o.items():   # a row records its settings and is found again by them: plain values only
             try: json.dumps(v)
             except TypeError:
-                if isinstance(v, np.generic): raise ValueError(f"method_overrides[{m!r}][{k!r}] is numpy's {type(v).__name__}: pass the "
-                                                               f"Python value ({v.item()!r}, its .item())") from None
+                if isinstance(v, np.generic):
+                    raise ValueError(f"method_overrides[{m!r}][{k!r}] is numpy's {type(v).__name__}: pass the Python value ({v.item()!r}, "
+                                     f"its .item())") from None
                 raise ValueError(f"method_overrides[{m!r}][{k!r}] is a {type(v).__name__}: a benchmark records its methods' settings, so "
-                                 f"they are numbers, strings, booleans or lists; pass your own object to unlearn({m!r}, ..., {k}=...)") from None
+                                 f"they are numbers, strings, booleans or lists; pass your own object to unlearn({m!r}, ..., {k}=...)"
+                                 ) from None
         method_config(m, model_arch(spec.model), **o)
     if spec.forget_class is None: check_fraction(spec.forget_pct, 'forget_pct')
     check_choice(spec.step_budget, STEP_BUDGETS, 'step budget'); check_fraction(spec.retain_pct, 'retain_pct')
