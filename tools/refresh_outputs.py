@@ -509,6 +509,13 @@ def _figure_names(nb:dict, fig_dir:Path|None) -> dict:
         names[base64.b64encode(f.read_bytes()).decode()] = m[1] if m else f.stem
     return names
 
+def _page(cells:list) -> dict:
+    "A notebook of `cells` (a page the refresh writes), each cell's id a hash of its place and source"
+    page = dict(cells=cells, metadata={'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}},
+                nbformat=4, nbformat_minor=5)
+    for i, c in enumerate(page['cells']): c['id'] = _sha(f'{i}:{_join(c["source"])}'.encode())[:8]
+    return page
+
 def embedded_page(nb:dict, prov:dict, figures:dict|None=None) -> tuple[dict, dict]:
     """The page of the embedded paper, from `nb` (the experiments notebook with its stored outputs): the headings
     and prose of its sections from the first table on, each table (its Markdown outputs), each figure (a cell that
@@ -545,9 +552,7 @@ def embedded_page(nb:dict, prov:dict, figures:dict|None=None) -> tuple[dict, dic
             elif 'text/markdown' in data: cells.append(_md_cell(_join(data['text/markdown'])))
             elif o.get('output_type') == 'stream' and o.get('name') == 'stdout':
                 cells.append(_md_cell('\n\n'.join('> ' + l for l in _join(o['text']).strip().splitlines())))
-    page = dict(cells=cells, metadata={'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}},
-                nbformat=4, nbformat_minor=5)
-    for i, c in enumerate(page['cells']): c['id'] = _sha(f'{i}:{_join(c["source"])}'.encode())[:8]
+    page = _page(cells)
     return clean(page), pngs
 
 def _write(dst:Path, text:str|bytes):
@@ -697,9 +702,7 @@ def field_page(nb:dict, prov:dict) -> dict:
             if 'text/markdown' in data: cells.append(_md_cell(_join(data['text/markdown'])))
             elif o.get('output_type') == 'stream' and o.get('name') == 'stdout':
                 cells.append(_md_cell('\n\n'.join('> ' + l for l in _join(o['text']).strip().splitlines())))
-    page = dict(cells=cells, metadata={'kernelspec': {'display_name': 'python3', 'language': 'python', 'name': 'python3'}},
-                nbformat=4, nbformat_minor=5)
-    for i, c in enumerate(page['cells']): c['id'] = _sha(f'{i}:{_join(c["source"])}'.encode())[:8]
+    page = _page(cells)
     return clean(page)
 
 def refresh_field(out:Path|None=None, timeout:int=7200, log=print) -> dict:
